@@ -1,0 +1,380 @@
+"""The unified GUI action space: the `Action` record, the action spaces of GUI-R1's tasks and
+benchmarks, reading a model completion into actions (literals only, never `eval`), writing the
+canonical answer, and the three coordinate frames (normalised, model-resized, original pixels).
+
+This is the only module that knows what an action looks like; prompts, rewards, data and
+evaluation all go through it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Literal, Sequence
+
+Compat = Literal["official", "strict"]
+COMPATS: tuple[str, ...] = ("official", "strict")
+
+NO_TEXT = "no input text"
+NO_POINT: tuple[int, int] = (-100, -100)
+SCROLL_DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+
+# --- action spaces (the original's, one place) ------------------------------------------------
+
+ACTION_SPACES: dict[str, tuple[str, ...]] = {
+    "high": ("complete", "close/delete", "press_home", "click", "press_back", "type", "select", "scroll", "enter"),
+    "low": ("click",),
+    "screenspot": ("click",),
+    "screenspot_pro": ("click",),
+    "androidcontrol": ("wait", "long_press", "click", "press_back", "type", "open_app", "scroll"),
+    "guiodyssey": ("press_back", "press_recent", "press_home", "complete", "long_press", "scroll", "click", "impossible", "type"),
+    "guiact_web": ("scroll", "click", "complete"),
+    "omniact_web": ("press_tab", "moveto", "rightclick", "press_enter", "scroll", "click", "press_down", "hotkey", "press_space", "doubleclick"),
+    "omniact_desktop": ("click", "moveto", "press_pgdn"),
+}
+
+# Benchmark file stems (as published) -> action space name.
+BENCHMARK_SPACES: dict[str, str] = {
+    "screenspot_test": "screenspot",
+    "screenspot_pro_test": "screenspot_pro",
+    "androidcontrol_low_test": "androidcontrol",
+    "androidcontrol_high_test": "androidcontrol",
+    "guiodyssey_test": "guiodyssey",
+    "guiact_web_test": "guiact_web",
+    "omniact_web_test": "omniact_web",
+    "omniact_desktop_test": "omniact_desktop",
+}
+
+#: Actions whose target is a point on the screen.
+POINT_ACTIONS: frozenset[str] = frozenset({"click", "long_press", "doubleclick", "rightclick", "moveto"})
+#: Actions that need an input text (official format rule 5 checks the first three).
+TEXT_ACTIONS: frozenset[str] = frozenset({"type", "select", "open_app", "scroll"})
+
+
+def action_space(name: str) -> tuple[str, ...]:
+    """The action space of a task type (`high`/`low`) or benchmark (`androidcontrol`, a file stem, ...)."""
+    key = BENCHMARK_SPACES.get(name, name)
+    try:
+        return ACTION_SPACES[key]
+    except KeyError:
+        known = sorted(set(ACTION_SPACES) | set(BENCHMARK_SPACES))
+        raise KeyError(f"unknown action space {name!r}; expected one of {known}") from None
+
+
+@dataclass(frozen=True)
+class Action:
+    """One GUI action. `point` is in whatever pixel frame the caller uses; (-100, -100) means none."""
+
+    action: str
+    point: tuple[float, float] = NO_POINT
+    input_text: str = NO_TEXT
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.action, str) or not self.action:
+            raise ValueError(f"Action.action must be a non-empty string, got {self.action!r}")
+        if len(self.point) != 2:
+            raise ValueError(f"Action.point must have 2 values, got {self.point!r}")
+        object.__setattr__(self, "point", (self.point[0], self.point[1]))
+
+    @property
+    def has_point(self) -> bool:
+        return tuple(self.point) != NO_POINT
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "point": [self.point[0], self.point[1]], "input_text": self.input_text}
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def answer_literal(actions: Iterable[Action]) -> str:
+    """The answer list as GUI-R1 writes it: `[{'action': 'click', 'point': [x, y], 'input_text': '...'}]`."""
+    parts = []
+    for a in actions:
+        x, y = a.point
+        parts.append(f"{{'action': {a.action!r}, 'point': [{x!r}, {y!r}], 'input_text': {a.input_text!r}}}")
+    return "[" + ", ".join(parts) + "]"
+
+
+def format_answer(actions: Action | Iterable[Action], thinking: str = "") -> str:
+    """The canonical completion: `<think>…</think> <answer>[…]</answer>` (what a policy should emit)."""
+    if isinstance(actions, Action):
+        actions = [actions]
+    return f"<think>{thinking}</think> <answer>{answer_literal(actions)}</answer>"
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+# Literal reading is bounded: answers longer than this are refused before any parsing. A
+# completion is at most ~1,024 tokens (a few KB); 16 KB leaves room without letting a 100 KB
+# adversarial answer cost the parser tens of milliseconds.
+MAX_LITERAL_CHARS = 16_384
+
+_FORMAT_HEAD = re.compile(r"</think>\s*<answer>", re.DOTALL)
+_ACTION_RE = re.compile(r"'action':\s*'(\w+)'")
+_TEXT_RE = re.compile(r"'input_text':\s*'(.*?)'")
+_PAIR_RE = re.compile(r"\[(\d+),\s*(\d+)\]")
+_WS_RE = re.compile(r"\s*")
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """What a completion says.
+
+    `actions` are the answer's actions read as a literal (empty when unreadable); `format_ok`
+    and `error` say whether the completion meets the format of the chosen compat mode and, if
+    not, why; `prediction` is the action a metric scores (official: the original's pattern
+    reading, which can disagree with the literal; strict: the first literal action).
+    """
+
+    compat: str
+    format_ok: bool
+    error: str | None
+    answer: str | None
+    actions: tuple[Action, ...] = ()
+    prediction: Action | None = None
+
+
+def answer_content(text: str) -> str | None:
+    """Text between the first `<answer>` and the next `</answer>`, stripped; None without both."""
+    start = text.find("<answer>")
+    if start < 0:
+        return None
+    end = text.find("</answer>", start + 8)
+    if end < 0:
+        return None
+    return text[start + 8 : end].strip()
+
+
+def _official_layout_ok(text: str) -> bool:
+    """Same result as `re.fullmatch(r"<think>.*?</think>\\s*<answer>.*?</answer>", text, re.DOTALL)`
+    in linear time (the backtracking regex is quadratic on adversarial input)."""
+    if not (text.startswith("<think>") and text.endswith("</answer>")):
+        return False
+    m = _FORMAT_HEAD.search(text, 7)
+    # The earliest `</think>\s*<answer>` leaves the most room; the answer's `.*?` may be empty.
+    return m is not None and m.end() <= len(text) - 9
+
+
+def read_literal(content: str) -> tuple[object | None, str | None]:
+    """Read `content` as a Python literal (JSON strings are Python literals too). Never evaluates
+    code. Returns (value, None) or (None, reason)."""
+    if len(content) > MAX_LITERAL_CHARS:
+        return None, f"answer is {len(content)} characters; more than {MAX_LITERAL_CHARS} are not read"
+    try:
+        return ast.literal_eval(content), None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, KeyError, AttributeError) as exc:
+        return None, f"answer is not a literal ({type(exc).__name__})"
+    except Exception as exc:  # noqa: BLE001 - a completion must never crash a training run
+        return None, f"answer is not a literal ({type(exc).__name__})"
+
+
+def _official_items(value: object) -> tuple[tuple[Action, ...], str | None]:
+    """Format rules 3-5 of the original on an already-read literal."""
+    if not isinstance(value, list):
+        return (), f"answer is a {type(value).__name__}, expected a list"
+    out = []
+    for i, item in enumerate(value):
+        try:
+            if not isinstance(item, dict):
+                return (), f"item {i} is a {type(item).__name__}, expected a dict"
+            for key in ("action", "point", "input_text"):
+                if key not in item:
+                    return (), f"item {i} has no {key!r}"
+            name, point, text = item["action"], item["point"], item["input_text"]
+            if not isinstance(name, str) or not isinstance(text, str):
+                return (), f"item {i}: 'action' and 'input_text' must be strings"
+            if not (isinstance(point[0], int) and isinstance(point[1], int)):
+                return (), f"item {i}: point must hold two integers, got {point!r}"
+            if name in ("type", "select", "open_app") and text == NO_TEXT:
+                return (), f"item {i}: {name!r} needs an input text"
+            if name == "scroll" and text not in SCROLL_DIRECTIONS:
+                return (), f"item {i}: scroll needs one of {list(SCROLL_DIRECTIONS)}, got {text!r}"
+            out.append(Action(name, (point[0], point[1]), text))
+        except (IndexError, KeyError, TypeError, ValueError):
+            return (), f"item {i}: point must hold two integers, got {item.get('point')!r}"
+    return tuple(out), None
+
+
+def _official_point(content: str) -> tuple[int, int] | None:
+    """Same match as the original's `re.search(r'\\{.*\\[(\\d+),\\s*(\\d+)]\\s*.*\\}', content)`,
+    in linear time (the regex is cubic on adversarial input): the first line holding a `{`
+    followed on that line by an `[x, y]` pair that a `}` follows (after whitespace, on one
+    line); of that line's pairs, the last one."""
+    n = len(content)
+    line_end = -1
+    first_brace = -1
+    best: tuple[int, int] | None = None
+    # First '}' / newline at or after the last position asked; positions only grow, so a cached
+    # answer stays right until the position passes it (-1: none left; -2: not asked yet).
+    next_close = next_nl = -2
+    for m in _PAIR_RE.finditer(content):
+        c = m.start()
+        if c >= line_end:  # the pair opens a new line
+            if best is not None:
+                break  # an earlier line matched: the leftmost '{' wins
+            line_start = content.rfind("\n", 0, c) + 1
+            line_end = content.find("\n", c)
+            line_end = n if line_end < 0 else line_end
+            first_brace = content.find("{", line_start, line_end)
+        if first_brace < 0 or first_brace > c:
+            continue
+        w = _WS_RE.match(content, m.end()).end()
+        if next_close != -1 and next_close < w:
+            next_close = content.find("}", w)
+        if next_nl != -1 and next_nl < w:
+            next_nl = content.find("\n", w)
+        if next_close != -1 and next_close < (n if next_nl == -1 else next_nl):
+            try:
+                best = (int(m.group(1)), int(m.group(2)))
+            except ValueError:  # more digits than int() reads
+                return None
+    return best
+
+
+def official_prediction(text: str) -> Action:
+    """The original's pattern reading of a completion: first `'action': '…'`, first
+    `'input_text': '…'`, and the `{…[x, y]…}` point; defaults `no action`, `no input text`, (0, 0)."""
+    content = answer_content(text)
+    if content is None:
+        return Action("no action", (0, 0), NO_TEXT)
+    m = _ACTION_RE.search(content)
+    name = m.group(1) if m else "no action"
+    m = _TEXT_RE.search(content)
+    input_text = m.group(1) if m else NO_TEXT
+    point = _official_point(content)
+    return Action(name, point if point is not None else (0, 0), input_text)
+
+
+_STRICT_LAYOUT = re.compile(r"\s*<think>.*?</think>\s*<answer>.*?</answer>\s*", re.DOTALL)
+
+
+def _is_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _strict_items(value: object) -> tuple[tuple[Action, ...], str | None]:
+    if not isinstance(value, list):
+        return (), f"answer is a {type(value).__name__}, expected a list"
+    if not value:
+        return (), "answer list is empty"
+    out = []
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            return (), f"item {i} is a {type(item).__name__}, expected a dict"
+        name = item.get("action")
+        if not isinstance(name, str) or not name.strip():
+            return (), f"item {i}: 'action' must be a non-empty string"
+        name = name.strip().lower()
+        point = item.get("point", list(NO_POINT))
+        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(_is_number(v) for v in point)):
+            return (), f"item {i}: point must be two numbers, got {point!r}"
+        text = item.get("input_text", NO_TEXT)
+        if not isinstance(text, str):
+            return (), f"item {i}: 'input_text' must be a string"
+        if name in ("type", "select", "open_app") and text.strip().lower() in ("", NO_TEXT):
+            return (), f"item {i}: {name!r} needs an input text"
+        if name == "scroll" and text.strip().lower() not in SCROLL_DIRECTIONS:
+            return (), f"item {i}: scroll needs one of {list(SCROLL_DIRECTIONS)}, got {text!r}"
+        out.append(Action(name, (point[0], point[1]), text))
+    return tuple(out), None
+
+
+def _read_strict(content: str) -> tuple[object | None, str | None]:
+    value, err = read_literal(content)
+    if err is None:
+        return value, None
+    if len(content) <= MAX_LITERAL_CHARS:
+        try:  # JSON's true/false/null are not Python literals
+            return json.loads(content), None
+        except (ValueError, RecursionError):
+            pass
+    return None, err
+
+
+def parse_completion(text: str, compat: Compat = "official") -> ParseResult:
+    """Read a completion. Never raises on any string and never runs code in it.
+
+    official: the original's format rules (spec §3) with `ast.literal_eval` in place of `eval`;
+    `prediction` is its pattern reading (which may disagree with the format check).
+    strict: JSON or Python literals, case-insensitive names, float/negative points; one reading
+    serves format and accuracy, and `prediction` is the first action.
+    """
+    if compat not in COMPATS:
+        raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
+    if not isinstance(text, str):
+        return ParseResult(compat, False, f"completion is a {type(text).__name__}, expected str", None)
+    content = answer_content(text)
+    if compat == "official":
+        prediction = official_prediction(text)
+        if not _official_layout_ok(text):
+            return ParseResult(compat, False, "not exactly <think>…</think> <answer>…</answer>", content, (), prediction)
+        value, err = read_literal(content)  # layout ok implies an answer block exists
+        if err is not None:
+            return ParseResult(compat, False, err, content, (), prediction)
+        actions, err = _official_items(value)
+        return ParseResult(compat, err is None, err, content, actions, prediction)
+
+    if content is None:
+        return ParseResult(compat, False, "no <answer>…</answer> block", None)
+    value, err = _read_strict(content)
+    actions: tuple[Action, ...] = ()
+    if err is None:
+        actions, err = _strict_items(value)
+    prediction = actions[0] if actions else None
+    if err is None and not _STRICT_LAYOUT.fullmatch(text):
+        err = "answer read, but the completion is not <think>…</think> <answer>…</answer>"
+    return ParseResult(compat, err is None, err, content, actions, prediction)
+
+
+# --- coordinate frames ------------------------------------------------------------------------
+
+#: GUI-R1's training resolution bounds for the Qwen2.5-VL processor.
+GUI_R1_MIN_PIXELS = 262_144
+GUI_R1_MAX_PIXELS = 1_258_291
+QWEN_FACTOR = 28  # patch 14 x spatial merge 2
+
+
+def model_image_size(width: int, height: int, min_pixels: int = GUI_R1_MIN_PIXELS,
+                     max_pixels: int = GUI_R1_MAX_PIXELS, factor: int = QWEN_FACTOR) -> tuple[int, int]:
+    """(width, height) of an image as the Qwen2.5-VL processor resizes it (transformers' own
+    `smart_resize`: multiples of 28, aspect kept, pixel count within [min, max])."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+    return int(w), int(h)
+
+
+def _check_size(size: Sequence[float], what: str) -> tuple[float, float]:
+    if len(size) != 2 or not all(_is_number(v) and v > 0 for v in size):
+        raise ValueError(f"{what} must be (width, height) with positive values, got {size!r}")
+    return float(size[0]), float(size[1])
+
+
+def _scale(coords: Sequence[float], sx: float, sy: float) -> list[float]:
+    if len(coords) not in (2, 4):
+        raise ValueError(f"coordinates must be a point (x, y) or a box (x1, y1, x2, y2), got {list(coords)!r}")
+    return [float(v) * (sx if i % 2 == 0 else sy) for i, v in enumerate(coords)]
+
+
+def normalized_to_pixels(coords: Sequence[float], size: Sequence[float]) -> list[float]:
+    """[0, 1] coordinates (point or box) -> pixels of an image of `size` = (width, height)."""
+    w, h = _check_size(size, "size")
+    return _scale(coords, w, h)
+
+
+def pixels_to_normalized(coords: Sequence[float], size: Sequence[float]) -> list[float]:
+    """Pixels of an image of `size` = (width, height) -> [0, 1] coordinates."""
+    w, h = _check_size(size, "size")
+    return _scale(coords, 1.0 / w, 1.0 / h)
+
+
+def rescale_pixels(coords: Sequence[float], from_size: Sequence[float], to_size: Sequence[float]) -> list[float]:
+    """Pixels of one frame -> pixels of another (model-resized <-> original), as the original
+    evaluation maps predictions back: multiply by to/from per axis."""
+    fw, fh = _check_size(from_size, "from_size")
+    tw, th = _check_size(to_size, "to_size")
+    return _scale(coords, tw / fw, th / fh)

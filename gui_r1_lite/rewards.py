@@ -1,0 +1,256 @@
+"""GUI-R1's rule-based rewards as pure functions, and their TRL-facing wrappers.
+
+`gui_r1_score` gives format / accuracy / overall for one completion (`compat="official"`
+reproduces the original exactly; `"strict"` is the corrected variant). `REWARDS` maps stable
+names to functions with TRL's contract `fn(completions, **dataset_columns) -> list[float|None]`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from .actions import (
+    COMPATS,
+    POINT_ACTIONS,
+    Action,
+    Compat,
+    official_prediction,
+    parse_completion,
+)
+
+FORMAT_WEIGHT = 0.2
+ACCURACY_WEIGHT = 0.8
+#: The original's tolerance for a ground-truth point (2-value `gt_bbox`), in pixels.
+POINT_RADIUS_PX = 140.0
+
+RewardFn = Callable[..., list]
+
+
+def text_f1(pred: str, gt: str) -> float:
+    """The original's text F1: drop `[`/`]`, lower-case, whitespace tokens as sets; one token each
+    and one a substring of the other gives 1."""
+    p = set(str(pred).replace("[", "").replace("]", "").lower().split())
+    g = set(str(gt).replace("[", "").replace("]", "").lower().split())
+    if len(p) == 1 and len(g) == 1:
+        (a,), (b,) = p, g
+        if a in b or b in a:
+            return 1.0
+    common = len(p & g)
+    precision = common / len(p) if p else 0.0
+    recall = common / len(g) if g else 0.0
+    if precision + recall == 0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+def _point_hits(point: Sequence[float], gt_bbox: Sequence[float], inclusive: bool) -> bool:
+    x, y = float(point[0]), float(point[1])
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        x1, y1, x2, y2 = box
+        if inclusive:
+            return x1 <= x <= x2 and y1 <= y <= y2
+        return x1 < x < x2 and y1 < y < y2
+    if len(box) == 2:
+        return (x - box[0]) ** 2 + (y - box[1]) ** 2 < POINT_RADIUS_PX**2
+    return False
+
+
+def _official_accuracy(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str) -> float:
+    try:
+        pred = official_prediction(completion)
+        gt = gt_action.lower()
+        if pred.action.lower() != gt:
+            return 0.0
+        if gt == "click":
+            return 1.0 if _point_hits(pred.point, gt_bbox, inclusive=False) else 0.0
+        if gt in ("type", "select", "scroll"):
+            return 1.0 if text_f1(pred.input_text, gt_input_text) >= 0.5 else 0.0
+        return 1.0
+    except Exception:  # noqa: BLE001 - the original scores any error as 0
+        return 0.0
+
+
+def _strict_accuracy(pred: Action | None, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str) -> float:
+    if pred is None:
+        return 0.0
+    try:
+        gt = str(gt_action).strip().lower()
+        if pred.action != gt:
+            return 0.0
+        if gt in POINT_ACTIONS:
+            return 1.0 if _point_hits(pred.point, gt_bbox, inclusive=True) else 0.0
+        if gt in ("type", "select", "scroll", "open_app"):
+            return 1.0 if text_f1(pred.input_text, gt_input_text) >= 0.5 else 0.0
+        return 1.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _check_compat(compat: str) -> None:
+    if compat not in COMPATS:
+        raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
+
+
+def gui_r1_score(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str,
+                 compat: Compat = "official") -> dict[str, float]:
+    """Format (0/1), accuracy (0/1) and overall = 0.8·accuracy + 0.2·format for one completion.
+    `gt_bbox` is in the same pixel frame as the completion's coordinates (2 or 4 values)."""
+    _check_compat(compat)
+    parsed = parse_completion(completion, compat)
+    fmt = 1.0 if parsed.format_ok else 0.0
+    if compat == "official":
+        acc = _official_accuracy(completion, gt_action, gt_bbox, gt_input_text)
+    else:
+        acc = _strict_accuracy(parsed.prediction, gt_action, gt_bbox, gt_input_text)
+    return {"format": fmt, "accuracy": acc, "overall": ACCURACY_WEIGHT * acc + FORMAT_WEIGHT * fmt}
+
+
+# --- dense point rewards (options, never the default) -----------------------------------------
+
+
+def _predicted_point(completion: str, gt_action: str, compat: Compat) -> tuple[float, float] | None:
+    """The predicted point if the predicted action is the ground-truth one, else None."""
+    parsed = parse_completion(completion, compat)
+    pred = parsed.prediction
+    if pred is None or pred.action.lower() != str(gt_action).strip().lower():
+        return None
+    return float(pred.point[0]), float(pred.point[1])
+
+
+def point_distance_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
+                         compat: Compat = "official", radius: float = POINT_RADIUS_PX) -> float | None:
+    """Distance-shaped point reward: 1 inside the box (or on the point), falling linearly to 0 at
+    `radius` pixels from it. None when the ground truth has no target point."""
+    if str(gt_action).strip().lower() not in POINT_ACTIONS:
+        return None
+    p = _predicted_point(completion, gt_action, compat)
+    if p is None:
+        return 0.0
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        dx = max(box[0] - p[0], 0.0, p[0] - box[2])
+        dy = max(box[1] - p[1], 0.0, p[1] - box[3])
+    elif len(box) == 2:
+        dx, dy = p[0] - box[0], p[1] - box[1]
+    else:
+        return 0.0
+    return max(0.0, 1.0 - math.hypot(dx, dy) / radius)
+
+
+def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
+                         compat: Compat = "official", sigma_scale: float = 0.5,
+                         point_sigma: float = POINT_RADIUS_PX / 2) -> float | None:
+    """Gaussian point reward (as in GUI-G²): exp(-½((x-cx)²/σx² + (y-cy)²/σy²)) around the box
+    centre with σ = `sigma_scale` × box width/height (`point_sigma` pixels for a 2-value target).
+    None when the ground truth has no target point."""
+    if str(gt_action).strip().lower() not in POINT_ACTIONS:
+        return None
+    p = _predicted_point(completion, gt_action, compat)
+    if p is None:
+        return 0.0
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        sx = max(abs(box[2] - box[0]) * sigma_scale, 1e-6)
+        sy = max(abs(box[3] - box[1]) * sigma_scale, 1e-6)
+    elif len(box) == 2:
+        cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
+    else:
+        return 0.0
+    return math.exp(-0.5 * (((p[0] - cx) / sx) ** 2 + ((p[1] - cy) / sy) ** 2))
+
+
+# --- TRL-facing ---------------------------------------------------------------------------------
+
+
+def completion_text(completion: Any) -> str:
+    """A TRL completion as text: a plain string, or a chat list whose last message's content is a
+    string or a list of `{"type": "text", "text": ...}` parts."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion:
+        content = completion[-1].get("content", "") if isinstance(completion[-1], dict) else ""
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _columns(n: int, name: str, values: Any) -> list:
+    if values is None:
+        raise KeyError(f"reward needs the dataset column {name!r}; pass rows made by gui_r1_lite.data")
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"column {name!r} has {len(values)} values for {n} completions")
+    return values
+
+
+def make_reward(name: str, compat: Compat = "official", **options: Any) -> RewardFn:
+    """A TRL reward function `fn(completions, gt_action, gt_bbox, gt_input_text, **_)` for one
+    registered reward; its `__name__` is `name`, so TRL logs it as `rewards/<name>/mean`."""
+    _check_compat(compat)
+    if name not in _SCORERS:
+        raise KeyError(f"unknown reward {name!r}; registered: {sorted(_SCORERS)}")
+    scorer = _SCORERS[name]
+
+    def reward(completions: list, gt_action: Sequence[str] | None = None, gt_bbox: Sequence | None = None,
+               gt_input_text: Sequence[str] | None = None, **_: Any) -> list:
+        n = len(completions)
+        actions = _columns(n, "gt_action", gt_action)
+        boxes = _columns(n, "gt_bbox", gt_bbox)
+        texts = _columns(n, "gt_input_text", gt_input_text)
+        return [scorer(completion_text(c), a, list(b), t, compat, **options)
+                for c, a, b, t in zip(completions, actions, boxes, texts)]
+
+    reward.__name__ = reward.__qualname__ = name
+    reward.__doc__ = f"TRL reward {name!r} (compat={compat!r}). " + (scorer.__doc__ or "")
+    return reward
+
+
+def _format(c, a, b, t, compat, **_):
+    """1 when the completion meets the answer format, else 0."""
+    return gui_r1_score(c, a, b, t, compat)["format"]
+
+
+def _accuracy(c, a, b, t, compat, **_):
+    """1 when the action (and its point or text) is right, else 0."""
+    return gui_r1_score(c, a, b, t, compat)["accuracy"]
+
+
+def _overall(c, a, b, t, compat, **_):
+    """0.8·accuracy + 0.2·format, the GUI-R1 reward."""
+    return gui_r1_score(c, a, b, t, compat)["overall"]
+
+
+def _distance(c, a, b, t, compat, **options):
+    """Distance-shaped point reward (None for rows without a target point)."""
+    return point_distance_score(c, a, b, compat, **options)
+
+
+def _gaussian(c, a, b, t, compat, **options):
+    """Gaussian point reward around the box centre (None for rows without a target point)."""
+    return point_gaussian_score(c, a, b, compat, **options)
+
+
+_SCORERS: dict[str, Callable[..., float | None]] = {
+    "format": _format,
+    "accuracy": _accuracy,
+    "gui_r1": _overall,
+    "point_distance": _distance,
+    "point_gaussian": _gaussian,
+}
+
+#: Registered TRL reward functions by name (official compat); `make_reward` builds other variants.
+REWARDS: dict[str, RewardFn] = {name: make_reward(name) for name in _SCORERS}
+
+
+def build_rewards(weights: dict[str, float], compat: Compat = "official") -> tuple[list[RewardFn], list[float]]:
+    """Reward functions and their weights for TRL (`reward_funcs`, `GRPOConfig.reward_weights`)
+    from a `{name: weight}` mapping as written in a recipe."""
+    if not weights:
+        raise ValueError("at least one reward is needed, e.g. {'gui_r1': 1.0}")
+    funcs = [make_reward(name, compat) for name in weights]
+    return funcs, [float(w) for w in weights.values()]
