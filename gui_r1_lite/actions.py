@@ -205,13 +205,16 @@ def _official_point(content: str) -> tuple[int, int] | None:
     followed on that line by an `[x, y]` pair that a `}` follows (after whitespace, on one
     line); of that line's pairs, the last one."""
     n = len(content)
+    last_close = content.rfind("}")
+    if last_close < 0 or "{" not in content:
+        return None
     line_end = -1
     first_brace = -1
     best: tuple[int, int] | None = None
     # First '}' / newline at or after the last position asked; positions only grow, so a cached
     # answer stays right until the position passes it (-1: none left; -2: not asked yet).
     next_close = next_nl = -2
-    for m in _PAIR_RE.finditer(content):
+    for m in _PAIR_RE.finditer(content, 0, last_close):  # a pair after the last '}' cannot match
         c = m.start()
         if c >= line_end:  # the pair opens a new line
             if best is not None:

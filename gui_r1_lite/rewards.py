@@ -15,7 +15,6 @@ from .actions import (
     POINT_ACTIONS,
     Action,
     Compat,
-    official_prediction,
     parse_completion,
 )
 
@@ -57,9 +56,9 @@ def _point_hits(point: Sequence[float], gt_bbox: Sequence[float], inclusive: boo
     return False
 
 
-def _official_accuracy(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str) -> float:
+def _official_accuracy(pred: Action, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str) -> float:
+    """The original's accuracy on its pattern reading `pred` (see `actions.official_prediction`)."""
     try:
-        pred = official_prediction(completion)
         gt = gt_action.lower()
         if pred.action.lower() != gt:
             return 0.0
@@ -101,7 +100,7 @@ def gui_r1_score(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_i
     parsed = parse_completion(completion, compat)
     fmt = 1.0 if parsed.format_ok else 0.0
     if compat == "official":
-        acc = _official_accuracy(completion, gt_action, gt_bbox, gt_input_text)
+        acc = _official_accuracy(parsed.prediction, gt_action, gt_bbox, gt_input_text)
     else:
         acc = _strict_accuracy(parsed.prediction, gt_action, gt_bbox, gt_input_text)
     return {"format": fmt, "accuracy": acc, "overall": ACCURACY_WEIGHT * acc + FORMAT_WEIGHT * fmt}
