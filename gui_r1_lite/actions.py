@@ -87,6 +87,19 @@ class Action:
         return {"action": self.action, "point": [self.point[0], self.point[1]], "input_text": self.input_text}
 
 
+def target_action(gt_action: str, gt_bbox: Sequence[float], gt_input_text: str = NO_TEXT) -> Action:
+    """The action a perfect policy answers for a ground truth: the centre of the box (or the
+    point), rounded to integer pixels of the frame `gt_bbox` is in; no point when there is none."""
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        point = (int(round((box[0] + box[2]) / 2)), int(round((box[1] + box[3]) / 2)))
+    elif len(box) == 2 and tuple(box) != NO_POINT:
+        point = (int(round(box[0])), int(round(box[1])))
+    else:
+        point = NO_POINT
+    return Action(gt_action, point, gt_input_text)
+
+
 # --- writing ----------------------------------------------------------------------------------
 
 

@@ -1,0 +1,167 @@
+"""Loading, validation, writing and conversion of GUI-R1 rows."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from gui_r1_lite import data as D
+from gui_r1_lite.actions import model_image_size, target_action
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "data_samples"
+
+
+def png(w=200, h=100, color=(200, 30, 30)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def train_row(i, **over):
+    row = {"image": {"bytes": png(), "path": f"{i}.png"}, "instruction": f"click button {i}", "history": "None",
+           "task_type": "low", "gt_action": "click", "gt_bbox": [0.1, 0.2, 0.3, 0.4],
+           "gt_input_text": "no input text", "id": f"r{i}"}
+    row.update(over)
+    return row
+
+
+BAD = {  # name -> (overrides, column that must be named, words in the message)
+    "undecodable": ({"image": {"bytes": b"not a png", "path": "x.png"}}, "image", "do not decode"),
+    "outside": ({"gt_bbox": [0.5, 0.5, 1.2, 0.9]}, "gt_bbox", "outside"),
+    "nan": ({"gt_bbox": [float("nan"), 0.1, 0.2, 0.3]}, "gt_bbox", "NaN"),
+    "zero_area": ({"gt_bbox": [0.2, 0.2, 0.2, 0.4]}, "gt_bbox", "zero area"),
+    "reversed": ({"gt_bbox": [0.5, 0.2, 0.3, 0.4]}, "gt_bbox", "x2 < x1"),
+    "not_in_space": ({"gt_action": "teleport", "task_type": "high"}, "gt_action", "not in the 'high' action space"),
+    "low_not_click": ({"gt_action": "type", "gt_input_text": "x"}, "gt_action", "not in the 'low' action space"),
+    "type_no_text": ({"gt_action": "type", "task_type": "high", "gt_bbox": [-100.0, -100.0]}, "gt_input_text", "needs an input text"),
+    "scroll_no_text": ({"gt_action": "scroll", "task_type": "high", "gt_bbox": [-100.0, -100.0]}, "gt_input_text", "needs an input text"),
+    "click_no_box": ({"gt_bbox": [-100.0, -100.0]}, "gt_bbox", "needs a target"),
+    "empty_instruction": ({"instruction": "  "}, "instruction", "non-empty"),
+    "bad_task_type": ({"task_type": "medium"}, "task_type", "'high' or 'low'"),
+}
+
+
+@pytest.fixture
+def mixed_file(tmp_path):
+    rows = [train_row(0), train_row(1, task_type="high", gt_action="type", gt_bbox=[-100.0, -100.0],
+                                    gt_input_text="pizza", history="Step 1: click search.")]
+    for j, (name, (over, _, _)) in enumerate(BAD.items()):
+        rows.append(train_row(100 + j, **over))
+    rows.append(train_row(2, gt_bbox=[0.5, 0.5]))  # a 2-value point is fine
+    table = pa.Table.from_pylist(rows)
+    table = table.append_column("verify_bbox", pa.array([True] * len(rows)))  # extra columns are tolerated
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(table, path)
+    return path
+
+
+def test_bad_rows_are_reported_by_file_row_and_column(mixed_file):
+    ds = D.load_gui_r1(mixed_file)
+    assert [s.id for s in ds] == ["r0", "r1", "r2"]
+    rep = ds.report
+    assert rep.rows_read == 3 + len(BAD) and rep.rows_kept == 3 and rep.rows_skipped == len(BAD)
+    by_row = {e.row: e for e in rep.errors}
+    for j, (name, (_, column, words)) in enumerate(BAD.items()):
+        e = by_row[2 + j]
+        assert e.file == str(mixed_file) and e.column == column and words in e.message, (name, str(e))
+        assert f"row {2 + j}, column '{column}'" in str(e)
+    assert "skipped 12" in rep.summary()
+    assert rep.to_dict()["rows_skipped"] == len(BAD)
+
+
+def test_strict_raises_on_the_first_bad_row(mixed_file):
+    with pytest.raises(D.DataError, match=r"mixed.parquet, row 2, column 'image'"):
+        D.load_gui_r1(mixed_file, strict=True)
+
+
+def test_missing_column_names_the_file_and_column(tmp_path):
+    rows = [train_row(0)]
+    del rows[0]["gt_input_text"]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "m.parquet")
+    ds = D.load_gui_r1(tmp_path / "m.parquet", schema="train")
+    assert len(ds) == 0 and ds.report.rows_skipped == 1
+    assert "missing column(s) ['gt_input_text']" in str(ds.report.errors[0])
+    with pytest.raises(D.DataError, match="gt_input_text"):
+        D.load_gui_r1(tmp_path / "m.parquet", schema="train", strict=True)
+
+
+def test_normalised_boxes_become_pixels_and_write_round_trips(tmp_path, mixed_file):
+    ds = D.load_gui_r1(mixed_file)
+    s = ds[0]
+    assert s.image_size == (200, 100) and s.gt_bbox == pytest.approx((20.0, 20.0, 60.0, 40.0))
+    out = D.write_gui_r1(ds.samples, tmp_path / "curated" / "train.parquet")
+    back = D.load_gui_r1(out, strict=True)
+    assert [b.id for b in back] == [s.id for s in ds]
+    for a, b in zip(ds, back):
+        assert a.gt_bbox == pytest.approx(b.gt_bbox) and a.image_bytes == b.image_bytes
+        assert (a.instruction, a.history, a.gt_action, a.gt_input_text, a.task_type) == \
+               (b.instruction, b.history, b.gt_action, b.gt_input_text, b.task_type)
+    bench = D.write_gui_r1(ds.samples, tmp_path / "bench.parquet", schema="benchmark")
+    assert D.load_gui_r1(bench)[0].gt_bbox == pytest.approx(s.gt_bbox)
+
+
+def test_benchmark_schema_keeps_pixels(tmp_path):
+    rows = [{"image": {"bytes": png(300, 150), "path": "a.png"}, "instruction": "the icon", "history": "None",
+             "gt_action": "click", "gt_bbox": [10.0, 20.0, 50.0, 60.0], "gt_input_text": "no input text",
+             "group": "web", "ui_type": "icon"}]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "screenspot_test.parquet")
+    s = D.load_gui_r1(tmp_path, split="screenspot_test", strict=True)[0]
+    assert s.schema == "benchmark" and s.space == "screenspot" and s.gt_bbox == (10.0, 20.0, 50.0, 60.0)
+    assert (s.group, s.ui_type, s.id) == ("web", "icon", "screenspot_test/0")
+
+
+@pytest.mark.parametrize("offline", ["1", "0"])
+def test_hub_id_fails_fast_offline(monkeypatch, offline):
+    monkeypatch.setenv("HF_HUB_OFFLINE", offline)
+    t0 = time.monotonic()
+    with pytest.raises(D.DataError, match="huggingface-cli download ritzzai/GUI-R1 train.parquet"):
+        D.load_gui_r1("ritzzai/GUI-R1", split="train")
+    assert time.monotonic() - t0 < 30  # no retries against an unreachable hub
+
+
+def test_unknown_source():
+    with pytest.raises(D.DataError, match="no such file or folder"):
+        D.load_gui_r1("/nope/nothing.parquet")
+
+
+def test_train_rows_are_in_the_model_frame(mixed_file):
+    ds = D.load_gui_r1(mixed_file)
+    rows = D.to_train_rows(ds.samples, min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64)
+    r = rows[0]
+    mw, mh = model_image_size(200, 100, 28 * 28 * 4, 28 * 28 * 64)
+    assert r["image"].size == (mw, mh) and mw % 28 == 0 and mh % 28 == 0
+    assert r["gt_bbox"] == pytest.approx([0.1 * mw, 0.2 * mh, 0.3 * mw, 0.4 * mh])
+    assert r["prompt"][0]["content"][0] == {"type": "image"}
+    assert "['click']" in r["prompt"][0]["content"][1]["text"]
+    assert rows[1]["gt_bbox"] == [-100, -100] and rows[1]["gt_input_text"] == "pizza"
+    hf = D.to_train_dataset(ds.samples[:2], min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 64)
+    assert set(hf.column_names) >= {"prompt", "image", "gt_action", "gt_bbox", "gt_input_text"}
+
+
+def test_eval_rows_keep_the_original_size(mixed_file):
+    ds = D.load_gui_r1(mixed_file)
+    ev = D.to_eval_rows(ds.samples)
+    assert ev[0].image_size == (200, 100) and ev[0].model_size == model_image_size(200, 100)
+    assert target_action("click", ev[0].sample.gt_bbox).point == (40, 30)
+
+
+def shipped_files():
+    return sorted(SAMPLES.rglob("*.parquet")) if SAMPLES.exists() else []
+
+
+@pytest.mark.skipif(not shipped_files(), reason="data_samples/ has no parquet files yet")
+def test_every_shipped_file_loads_clean():
+    for f in shipped_files():
+        ds = D.load_gui_r1(f, strict=True)
+        assert len(ds) > 0, f
+        for s in ds:
+            if s.has_target and len(s.gt_bbox) == 4:
+                x1, y1, x2, y2 = s.gt_bbox
+                assert 0 <= x1 < x2 <= s.image_size[0] and 0 <= y1 < y2 <= s.image_size[1], (f, s.id)
