@@ -1,0 +1,27 @@
+# Two front doors: `make run` (the main job) and `make test`. Both set up .venv first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test setup capture-deps clean
+
+$(BIN)/.installed: requirements.txt requirements-colab.txt pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
+
+setup: $(BIN)/.installed
+
+run: setup
+	$(BIN)/python -m gui_r1_lite.pipeline $(ARGS)
+
+test: setup
+	$(BIN)/python -m pytest $(ARGS)
+
+capture-deps: setup
+	bash scripts/install_capture_deps.sh
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

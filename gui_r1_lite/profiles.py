@@ -1,0 +1,42 @@
+"""The run profiles: what changes between a laptop CPU run and a GPU run (model, quantisation,
+data, sizes). Nothing else does: the same code paths serve both."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    model: str                 # hub id, local folder, or "tiny" (built locally by gui_r1_lite.tiny)
+    quantization: str | None   # None, "4bit", "8bit"
+    train_data: str            # file, folder or hub id
+    eval_data: str
+    min_pixels: int
+    max_pixels: int
+    description: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    "cpu-mini": Profile(
+        name="cpu-mini", model="tiny", quantization=None,
+        train_data="data_samples/train", eval_data="data_samples/test",
+        min_pixels=28 * 28 * 16, max_pixels=28 * 28 * 64,
+        description="tiny Qwen2.5-VL built locally, shipped samples; any CPU, minutes"),
+    "gpu-3b": Profile(
+        name="gpu-3b", model="Qwen/Qwen2.5-VL-3B-Instruct", quantization="4bit",
+        train_data="ritzzai/GUI-R1", eval_data="ritzzai/GUI-R1",
+        min_pixels=262_144, max_pixels=1_258_291,
+        description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU"),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}") from None

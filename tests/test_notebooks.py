@@ -1,0 +1,59 @@
+"""Every notebook runs headless under papermill, as the pipeline runs it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gui_r1_lite import pipeline
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data_samples"
+
+
+def params(out: Path) -> dict:
+    return {"profile": "cpu-mini", "output_dir": str(out), "data_dir": str(DATA), "run_dir": str(out.parent)}
+
+
+def test_notebooks_have_a_parameters_cell_and_no_outputs():
+    for nb_path in pipeline.notebook_paths():
+        nb = nbformat.read(nb_path, as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, f"{nb_path.name}: needs exactly one cell tagged 'parameters'"
+        assert "profile" in tagged[0].source and "output_dir" in tagged[0].source
+        assert not any(c.get("outputs") or c.get("execution_count") for c in nb.cells if c.cell_type == "code")
+        assert "show_environment" in nb.cells[1].source or "show_environment" in nb.cells[2].source
+
+
+def test_02_action_space(tmp_path):
+    pipeline.run_notebook(ROOT / "notebooks" / "02_action_space.ipynb", tmp_path / "02.ipynb", params(tmp_path / "02"))
+    assert (tmp_path / "02" / "frames.png").stat().st_size > 10_000
+
+
+def test_03_reward_functions(tmp_path):
+    pipeline.run_notebook(ROOT / "notebooks" / "03_reward_functions.ipynb", tmp_path / "03.ipynb", params(tmp_path / "03"))
+    assert (tmp_path / "03" / "dense_rewards.png").exists()
+    nb = json.loads((tmp_path / "03.ipynb").read_text())
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    assert "240/240 cases identical" in text and "file created: False" in text
+
+
+def test_pipeline_names_the_failing_notebook_and_cell(tmp_path, capsys):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for name, code in [("01_ok.ipynb", "x = 1"), ("02_bad.ipynb", "raise ValueError('boom')")]:
+        nb = nbformat.v4.new_notebook()
+        p = nbformat.v4.new_code_cell('profile = "cpu-mini"\noutput_dir = ""\ndata_dir = ""\nrun_dir = ""')
+        p.metadata["tags"] = ["parameters"]
+        nb.cells = [p, nbformat.v4.new_code_cell(code)]
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nbformat.write(nb, nbs / name)
+    with pytest.raises(pipeline.NotebookFailed, match=r"02_bad.ipynb failed in cell \d+ .*ValueError: boom"):
+        pipeline.run_pipeline("cpu-mini", tmp_path / "run", notebooks_dir=nbs)
+    assert (tmp_path / "run" / "notebooks" / "01_ok.ipynb").exists()
+    assert (tmp_path / "run" / "notebooks" / "02_bad.ipynb").exists()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "01_ok" in summary["seconds"] and "02_bad" not in summary["seconds"]
