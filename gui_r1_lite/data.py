@@ -240,9 +240,9 @@ def _check_box(box: list[float], size: tuple[int, int], normalised: bool) -> str
 def _space_for(file: Path, schema: str, task_type: str, space: str | None) -> str:
     if space is not None:
         return space
-    if schema == "train":
-        return "low" if task_type == "low" else "high"
-    return BENCHMARK_SPACES.get(file.stem, "high")
+    if file.stem in BENCHMARK_SPACES:
+        return BENCHMARK_SPACES[file.stem]
+    return "low" if task_type == "low" else "high"
 
 
 def _validate_row(file: Path, i: int, rec: dict, schema: str, space: str | None) -> tuple[Sample | None, RowError | None]:

@@ -82,3 +82,294 @@ def reward_map(score: Callable[[float, float], float | None], size: tuple[int, i
     ax.set_title(title, fontsize=9)
     plt.colorbar(im, ax=ax, fraction=0.046)
     return ax
+
+
+# --- predictions ---------------------------------------------------------------------------------
+# Records are what `evaluate.predict` writes (one dict per step, points in stored-image pixels).
+# `images` is anything that gives a record's screenshot: a callable `record -> PIL image`, or a
+# mapping record id -> PIL image or `data.Sample` (e.g. `evaluate.samples_by_id(data)`).
+
+def thinking_text(completion: str) -> str:
+    """The text between the first `<think>` and the next `</think>` ('' without both)."""
+    start = completion.find("<think>")
+    end = completion.find("</think>", start + 7) if start >= 0 else -1
+    return completion[start + 7:end].strip() if start >= 0 and end >= 0 else ""
+
+
+def _image_for(images, record: dict) -> Image.Image:
+    value = images(record) if callable(images) else images[record["id"]]
+    if hasattr(value, "image") and callable(value.image):  # a data.Sample
+        value = value.image()
+    return value
+
+
+def _outcome(record: dict) -> dict:
+    from .metrics import record_outcome
+
+    return record_outcome(record)
+
+
+def _fmt_point(p) -> str:
+    return "-" if p is None else f"({float(p[0]):.0f}, {float(p[1]):.0f})"
+
+
+def describe(record: dict) -> list[str]:
+    """Lines that say what a record is: instruction, ground truth, parsed answer, outcome."""
+    o = _outcome(record)
+    gt = f"gt: {record['gt_action']} {[round(float(v)) for v in record['gt_bbox']]}"
+    if record.get("gt_input_text") not in (None, "no input text"):
+        gt += f" {record['gt_input_text']!r}"
+    if record.get("pred_action") is None:
+        pred = "pred: (nothing read)"
+    else:
+        pred = f"pred: {record['pred_action']} {_fmt_point(record.get('pred_coord'))}"
+        if record.get("pred_input_text") not in (None, "no input text"):
+            pred += f" {record['pred_input_text']!r}"
+    lines = [("HIT " if o["hit"] else "MISS ") + str(record.get("instruction", "")), gt, pred]
+    if record.get("parse_error"):
+        lines.append(f"format: {record['parse_error']}")
+    return lines
+
+
+def prediction_image(record: dict, image: Image.Image) -> Image.Image:
+    """The screenshot with the ground-truth box and the predicted click (green hit, red miss)."""
+    from .actions import POINT_ACTIONS
+    from .data import has_target
+
+    # The original's reading gives (0, 0) when an answer has no point; draw it only where a point counts.
+    box = record.get("gt_bbox")
+    counts = record.get("pred_action") in POINT_ACTIONS or (box is not None and has_target(box))
+    point = record.get("pred_coord") if counts else None
+    return draw_step(image, box, point, hit=bool(_outcome(record)["hit"]))
+
+
+def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int = 48, prefix: str = ""):
+    """One prediction: screenshot, ground-truth box, predicted click and, as the title, the
+    instruction, ground truth and parsed answer (after `prefix`). Returns the figure."""
+    if ax is None:
+        w, h = image.size
+        _, ax = plt.subplots(figsize=(4.5, min(9.0, 4.5 * h / w + 1.2)))
+    ax.imshow(prediction_image(record, image))
+    ax.axis("off")
+    lines = []
+    for line in describe(record):
+        line = prefix + line if not lines else line
+        lines += textwrap.wrap(line, wrap)[:2]
+    hit = _outcome(record)["hit"]
+    ax.set_title("\n".join(lines), fontsize=7, loc="left",
+                 color=tuple(c / 255 for c in (HIT_COLOR if hit else MISS_COLOR)))
+    return ax.figure
+
+
+def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, width: float = 3.6):
+    """A grid of prediction cards (the first `limit` records)."""
+    records = list(records)[:limit]
+    pictures = [_image_for(images, r) for r in records]
+    n = max(1, len(records))
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width) * rows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, rec, im in zip(axes.flat, records, pictures):
+        prediction_card(rec, im, ax=ax, wrap=int(12 * width))
+    fig.tight_layout()
+    return fig
+
+
+def _cell_height(pictures: Sequence[Image.Image], width: float) -> float:
+    """Figure inches per card: the tallest picture at `width` inches wide, plus room for the title."""
+    aspect = max((im.height / im.width for im in pictures), default=1.0)
+    return width * min(aspect, 2.2) + 0.9
+
+
+def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
+                 limit: int = 6, width: float = 3.6):
+    """Two prediction files on the same rows, side by side (one row of the figure per step). Steps
+    whose outcome changed come first (fixed, then broken), then the rest."""
+    b = {r["id"]: r for r in before}
+    pairs = [(b[r["id"]], r) for r in after if r["id"] in b]
+
+    def order(pair):
+        hb, ha = bool(_outcome(pair[0])["hit"]), bool(_outcome(pair[1])["hit"])
+        return 0 if (not hb and ha) else 1 if (hb and not ha) else 2
+
+    pairs = sorted(pairs, key=order)[:limit]
+    pictures = [_image_for(images, ra) for _, ra in pairs]
+    n = max(1, len(pairs))
+    fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width) * n), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for i, ((rb, ra), image) in enumerate(zip(pairs, pictures)):
+        for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
+            prediction_card(rec, image, ax=axes[i, j], wrap=int(12 * width), prefix=f"[{label}] ")
+    fig.tight_layout()
+    return fig
+
+
+# --- training curves -----------------------------------------------------------------------------
+
+_FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "rewards/format/mean", "kl", "loss")
+_X_KEYS = ("step", "global_step", "epoch")
+
+
+def read_log(log) -> list[dict]:
+    """A run's `metrics.jsonl` (path) or a list of dicts -> list of dicts (bad lines skipped)."""
+    import json
+    from pathlib import Path
+
+    if isinstance(log, (str, Path)):
+        out = []
+        for line in Path(log).read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+    return [dict(r) for r in log]
+
+
+def _is_num(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def numeric_keys(log: Sequence[dict]) -> list[str]:
+    """Numeric keys of a log (reward and accuracy first), without the step counters."""
+    seen: dict[str, None] = {}
+    for rec in log:
+        for k, v in rec.items():
+            if k not in _X_KEYS and _is_num(v):
+                seen.setdefault(k)
+    first = [k for k in _FIRST_KEYS if k in seen]
+    return first + [k for k in seen if k not in first]
+
+
+def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0):
+    """One panel per numeric key of a run's log against `step` (or the line number), reward and
+    accuracy first; `smooth` > 1 adds a running mean over that many points."""
+    log = read_log(log)
+    keys = list(keys) if keys is not None else numeric_keys(log)[:limit]
+    n = max(1, len(keys))
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.8 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.axis("off")
+    xkey = next((k for k in _X_KEYS if any(k in r for r in log)), None)
+    for ax, key in zip(axes.flat, keys):
+        pts = [(r.get(xkey, i) if xkey else i, r[key]) for i, r in enumerate(log) if _is_num(r.get(key))]
+        if pts:
+            xs, ys = zip(*pts)
+            ax.plot(xs, ys, lw=1, marker="." if len(xs) < 50 else None, alpha=0.6 if smooth > 1 else 1.0)
+            if smooth > 1 and len(ys) >= smooth:
+                run = [sum(ys[i - smooth + 1:i + 1]) / smooth for i in range(smooth - 1, len(ys))]
+                ax.plot(xs[smooth - 1:], run, lw=2)
+        else:
+            ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(key, fontsize=9)
+        ax.set_xlabel(xkey or "log line", fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+# --- interactive browser -------------------------------------------------------------------------
+
+
+class PredictionBrowser:
+    """An ipywidgets browser over prediction records: step through them, filter by group,
+    ui_type and outcome (hit / miss / format error), see the screenshot with the boxes, the
+    parsed answer, the thinking text and the raw completion. `display(browser.widget)`."""
+
+    OUTCOMES = ("all", "hit", "miss", "format error")
+
+    def __init__(self, records: Sequence[dict], images, max_side: int = 520):
+        import ipywidgets as w
+
+        self.records = list(records)
+        self.images = images
+        self.max_side = max_side
+        self._hits = [bool(_outcome(r)["hit"]) for r in self.records]
+        groups = sorted({str(r.get("group") or "") for r in self.records})
+        ui_types = sorted({str(r.get("ui_type") or "") for r in self.records})
+        self.group = w.Dropdown(options=["all"] + groups, value="all", description="group")
+        self.ui_type = w.Dropdown(options=["all"] + ui_types, value="all", description="ui_type")
+        self.outcome = w.ToggleButtons(options=list(self.OUTCOMES), value="all")
+        self.index = w.IntSlider(min=0, max=0, value=0, description="#", continuous_update=False)
+        self.prev = w.Button(description="◀ prev")
+        self.next = w.Button(description="next ▶")
+        self.image = w.Image(format="png")
+        self.info = w.HTML()
+        self.count = w.HTML()
+        for control in (self.group, self.ui_type, self.outcome):
+            control.observe(lambda _: self._refilter(), names="value")
+        self.index.observe(lambda _: self._render(), names="value")
+        self.prev.on_click(lambda _: self.step(-1))
+        self.next.on_click(lambda _: self.step(1))
+        self.widget = w.VBox([w.HBox([self.group, self.ui_type]), self.outcome,
+                              w.HBox([self.prev, self.index, self.next, self.count]),
+                              w.HBox([self.image, self.info])])
+        self.filtered: list[int] = []
+        self._refilter()
+
+    def _keep(self, i: int) -> bool:
+        r = self.records[i]
+        if self.group.value != "all" and str(r.get("group") or "") != self.group.value:
+            return False
+        if self.ui_type.value != "all" and str(r.get("ui_type") or "") != self.ui_type.value:
+            return False
+        o = self.outcome.value
+        if o == "hit":
+            return self._hits[i]
+        if o == "miss":
+            return not self._hits[i]
+        if o == "format error":
+            return bool(r.get("parse_error"))
+        return True
+
+    def _refilter(self) -> None:
+        self.filtered = [i for i in range(len(self.records)) if self._keep(i)]
+        self.index.max = max(0, len(self.filtered) - 1)
+        self.index.value = 0
+        self._render()
+
+    def step(self, delta: int) -> None:
+        if self.filtered:
+            self.index.value = (self.index.value + delta) % len(self.filtered)
+
+    @property
+    def current(self) -> dict | None:
+        return self.records[self.filtered[self.index.value]] if self.filtered else None
+
+    def _render(self) -> None:
+        import html
+        import io
+
+        rec = self.current
+        self.count.value = f"{len(self.filtered)} of {len(self.records)} shown"
+        if rec is None:
+            self.image.value = b""
+            self.info.value = "<i>no prediction matches the filters</i>"
+            return
+        im = prediction_image(rec, _image_for(self.images, rec))
+        im.thumbnail((self.max_side, self.max_side))
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+        self.image.value = buf.getvalue()
+        lines = "".join(f"<div>{html.escape(s)}</div>" for s in describe(rec))
+        think = html.escape(thinking_text(rec.get("completion", ""))) or "<i>(none)</i>"
+        raw = html.escape(rec.get("completion", ""))
+        self.info.value = (f"<div style='max-width:480px;font-size:12px'><b>{html.escape(str(rec['id']))}</b> "
+                           f"({html.escape(str(rec.get('group', '')))} {html.escape(str(rec.get('ui_type', '')))})"
+                           f"{lines}<div><b>thinking:</b> {think}</div>"
+                           f"<details><summary>raw completion</summary><pre style='white-space:pre-wrap'>{raw}</pre>"
+                           "</details></div>")
+
+
+def browse(records: Sequence[dict], images, max_side: int = 520):
+    """The ipywidgets widget of a `PredictionBrowser` over `records` (display it in a notebook)."""
+    return PredictionBrowser(records, images, max_side).widget

@@ -1,0 +1,428 @@
+"""Evaluate a policy (or a baseline) on GUI-R1 benchmark files: batched greedy generation with the
+training prompts, each completion read by `actions.parse_completion`, its point mapped from the
+model's frame back to the stored image's pixels, records appended to a resumable JSONL file, and
+the metrics of `metrics.py` written as JSON and Markdown.
+
+    python -m gui_r1_lite.evaluate --data FILE_OR_DIR (--model ID_OR_DIR [--adapter DIR]
+        [--quantization 4bit] | --baseline oracle|random) --out DIR [--limit N] ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Protocol, Sequence
+
+from .actions import (
+    GUI_R1_MAX_PIXELS,
+    GUI_R1_MIN_PIXELS,
+    NO_POINT,
+    NO_TEXT,
+    POINT_ACTIONS,
+    SCROLL_DIRECTIONS,
+    TEXT_ACTIONS,
+    Action,
+    action_space,
+    format_answer,
+    parse_completion,
+    rescale_pixels,
+    target_action,
+)
+from .data import Dataset, EvalRow, Sample, load_gui_r1, model_view, resolve_files, to_eval_rows, to_model_frame
+from .metrics import summarize, to_markdown
+
+DEFAULT_MAX_NEW_TOKENS = 256
+PREDICTIONS = "predictions.jsonl"
+METRICS_JSON = "metrics.json"
+METRICS_MD = "metrics.md"
+
+
+# --- what produces completions ---------------------------------------------------------------------
+
+
+class Completer(Protocol):
+    """Anything `predict` can ask for completions: a baseline, or `ModelCompleter` around a policy."""
+
+    name: str
+
+    def complete(self, rows: Sequence[EvalRow], images: Sequence[Any], keys: Sequence[str],
+                 max_new_tokens: int) -> list[str]: ...
+
+
+class OracleBaseline:
+    """Answers the ground truth, written in the MODEL frame (box centre, rounded), so the whole
+    path resize -> answer -> parse -> map back is exercised; it must score 1.0 where the frames
+    are right."""
+
+    name = "oracle"
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        out = []
+        for row in rows:
+            s = row.sample
+            action = target_action(s.gt_action, to_model_frame(s, row.model_size), s.gt_input_text)
+            out.append(format_answer(action, thinking="oracle"))
+        return out
+
+
+class RandomBaseline:
+    """A uniformly random point in the model frame and a random action of the row's action space;
+    each row has its own generator seeded by (`seed`, row id), so batches and resumes agree."""
+
+    name = "random"
+    TEXT = "random text"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        out = []
+        for row, key in zip(rows, keys):
+            rng = random.Random(f"{self.seed}:{key}")
+            name = rng.choice(action_space(row.sample.space))
+            w, h = row.model_size
+            point = (rng.randrange(w), rng.randrange(h)) if name in POINT_ACTIONS else NO_POINT
+            if name == "scroll":
+                text = rng.choice(SCROLL_DIRECTIONS)
+            elif name in TEXT_ACTIONS:
+                text = self.TEXT
+            else:
+                text = NO_TEXT
+            out.append(format_answer(Action(name, point, text), thinking="random"))
+        return out
+
+
+BASELINES = {"oracle": OracleBaseline, "random": RandomBaseline}
+
+
+def make_baseline(name: str, seed: int = 0) -> Completer:
+    if name == "oracle":
+        return OracleBaseline()
+    if name == "random":
+        return RandomBaseline(seed)
+    raise ValueError(f"unknown baseline {name!r}; expected one of {sorted(BASELINES)}")
+
+
+def processor_pixels(processor) -> tuple[int | None, int | None]:
+    """(min_pixels, max_pixels) the processor's image processor resizes within."""
+    size = getattr(getattr(processor, "image_processor", None), "size", None) or {}
+    get = size.get if hasattr(size, "get") else (lambda k: getattr(size, k, None))
+    return get("shortest_edge"), get("longest_edge")
+
+
+class ModelCompleter:
+    """Greedy batched generation with a loaded policy (`modeling.Policy` or anything with
+    `.model`, `.processor` and `.device`)."""
+
+    def __init__(self, policy, name: str | None = None):
+        self.policy = policy
+        self.name = name or str(getattr(policy, "source", "") or "model")
+        self._generation_config = None
+
+    def _config(self, max_new_tokens: int):
+        if self._generation_config is None:
+            config = copy.deepcopy(self.policy.model.generation_config)
+            config.do_sample = False
+            for k in ("temperature", "top_p", "top_k"):
+                if hasattr(config, k):
+                    setattr(config, k, None)
+            self._generation_config = config
+        self._generation_config.max_new_tokens = max_new_tokens
+        return self._generation_config
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        import torch
+
+        processor = self.policy.processor
+        tokenizer = processor.tokenizer
+        side, tokenizer.padding_side = tokenizer.padding_side, "left"  # generation continues at the right
+        try:
+            texts = [processor.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False)
+                     for r in rows]
+            inputs = processor(text=texts, images=list(images), padding=True, return_tensors="pt")
+        finally:
+            tokenizer.padding_side = side
+        grid = inputs.get("image_grid_thw")
+        if grid is not None:
+            patch = getattr(processor.image_processor, "patch_size", 14)
+            for row, (_, gh, gw) in zip(rows, grid.tolist()):
+                seen = (int(gw) * patch, int(gh) * patch)
+                if seen != tuple(row.model_size):
+                    raise ValueError(
+                        f"row {row.sample.id}: the processor resized the image to {seen}, but the rows were made for "
+                        f"{tuple(row.model_size)}; pass the processor's min_pixels/max_pixels "
+                        f"{processor_pixels(processor)} to to_eval_rows / evaluate")
+        model = self.policy.model
+        inputs = inputs.to(self.policy.device)
+        with torch.inference_mode():
+            out = model.generate(**inputs, generation_config=self._config(max_new_tokens))
+        new = out[:, inputs["input_ids"].shape[1]:]
+        return processor.batch_decode(new, skip_special_tokens=True)
+
+
+def as_completer(policy, seed: int = 0) -> Completer:
+    """A baseline name, a `Completer`, or a loaded policy -> something `predict` can call."""
+    if isinstance(policy, str):
+        return make_baseline(policy, seed)
+    if hasattr(policy, "complete"):
+        return policy
+    if hasattr(policy, "model") and hasattr(policy, "processor"):
+        return ModelCompleter(policy)
+    raise TypeError(f"expected a baseline name {sorted(BASELINES)}, a Completer or a Policy, "
+                    f"got {type(policy).__name__}")
+
+
+# --- records ---------------------------------------------------------------------------------------
+
+
+def row_keys(samples: Iterable[Sample]) -> list[str]:
+    """Unique record ids for samples in order: the sample id, with `#2`, `#3`, … on repeats."""
+    seen: Counter = Counter()
+    keys = []
+    for s in samples:
+        seen[s.id] += 1
+        keys.append(s.id if seen[s.id] == 1 else f"{s.id}#{seen[s.id]}")
+    return keys
+
+
+def make_record(row: EvalRow, key: str, completion: str, compat: str = "official") -> dict:
+    """One prediction record: ground truth, sizes, the raw completion and its reading, with the
+    predicted point in the stored image's pixels (`pred_coord`) and in the model frame."""
+    s = row.sample
+    parsed = parse_completion(completion, compat)
+    # Without an answer block nothing was read: no action, point or text (every test misses).
+    pred = parsed.prediction if parsed.answer is not None else None
+    coord = coord_model = None
+    if pred is not None and pred.has_point:
+        coord_model = [pred.point[0], pred.point[1]]
+        coord = rescale_pixels(coord_model, row.model_size, s.image_size)
+    return {
+        "id": key,
+        "benchmark": Path(s.source).stem if s.source else "",
+        "group": s.group or s.platform or "",
+        "ui_type": s.ui_type or "",
+        "instruction": s.instruction,
+        "history": s.history,
+        "gt_action": s.gt_action,
+        "gt_bbox": [float(v) for v in s.gt_bbox],
+        "gt_input_text": s.gt_input_text,
+        "image_size": list(s.image_size),
+        "model_size": list(row.model_size),
+        "completion": completion,
+        "pred_action": pred.action if pred is not None else None,
+        "pred_coord": coord,
+        "pred_coord_model": coord_model,
+        "pred_input_text": pred.input_text if pred is not None else None,
+        "format_ok": parsed.format_ok,
+        "parse_error": parsed.error,
+        "compat": compat,
+    }
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """Records of a predictions file, in file order; a line cut short by a crash is skipped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "id" in rec:
+            out.append(rec)
+    return out
+
+
+def _clean_file(path: Path) -> dict[str, dict]:
+    """Existing records by id; rewrites the file without broken lines so appending stays valid."""
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    records = read_records(path)
+    clean = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    if clean != text:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text(clean, encoding="utf-8")
+        tmp.replace(path)
+    return {r["id"]: r for r in records}
+
+
+def predict(policy, rows: Sequence[EvalRow], out_path: str | os.PathLike, batch_size: int = 4,
+            max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official", *,
+            min_pixels: int | None = None, max_pixels: int | None = None, keys: Sequence[str] | None = None,
+            seed: int = 0, progress: bool = True) -> list[dict]:
+    """Predict every row and append one record per row to `out_path` (JSONL), flushed per batch.
+
+    Rows whose id is already in the file are skipped (resume after a crash: nothing computed is
+    lost, and the finished file equals an uninterrupted run's). Images go to the policy already
+    resized by `data.model_view` with `min_pixels`/`max_pixels` (default: the processor's bounds
+    for a model, GUI-R1's for a baseline), which must be the bounds `rows` were made with.
+    Returns the records of `rows`, in order.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    completer = as_completer(policy, seed)
+    lo, hi = _pixels(completer, min_pixels, max_pixels)
+    rows = list(rows)
+    keys = list(keys) if keys is not None else row_keys(r.sample for r in rows)
+    if len(keys) != len(rows) or len(set(keys)) != len(keys):
+        raise ValueError("keys must be unique, one per row")
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    done = _clean_file(out_path)
+    wanted = set(keys)
+    other = {r.get("compat") for k, r in done.items() if k in wanted} - {compat}
+    if other:
+        raise ValueError(f"{out_path} holds records read with compat={sorted(map(str, other))}, not {compat!r}; "
+                         "resume with the same compat or write to another file")
+    todo = [(k, r) for k, r in zip(keys, rows) if k not in done]
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc=f"predict {completer.name}",
+               disable=not progress, leave=False)
+    try:
+        with out_path.open("a", encoding="utf-8") as fh:
+            for start in range(0, len(todo), batch_size):
+                batch = todo[start:start + batch_size]
+                images = []
+                for key, row in batch:
+                    image, size = model_view(row.sample, lo, hi)
+                    if tuple(size) != tuple(row.model_size):
+                        raise ValueError(f"row {key}: model_view gives {size} but the row was made for "
+                                         f"{tuple(row.model_size)}; use the same min/max pixels for both")
+                    images.append(image)
+                completions = completer.complete([r for _, r in batch], images, [k for k, _ in batch],
+                                                 max_new_tokens)
+                if len(completions) != len(batch):
+                    raise RuntimeError(f"{completer.name} returned {len(completions)} completions "
+                                       f"for {len(batch)} rows")
+                for (key, row), text in zip(batch, completions):
+                    rec = make_record(row, key, text, compat)
+                    done[key] = rec
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.flush()
+                bar.update(len(batch))
+    finally:
+        bar.close()
+    return [done[k] for k in keys]
+
+
+def _pixels(completer, min_pixels, max_pixels) -> tuple[int, int]:
+    lo, hi = min_pixels, max_pixels
+    if isinstance(completer, ModelCompleter):
+        plo, phi = processor_pixels(completer.policy.processor)
+        lo = lo if lo is not None else plo
+        hi = hi if hi is not None else phi
+    return (lo if lo is not None else GUI_R1_MIN_PIXELS), (hi if hi is not None else GUI_R1_MAX_PIXELS)
+
+
+# --- benchmarks -------------------------------------------------------------------------------------
+
+
+def load_samples(data, limit: int | None = None) -> tuple[list[Sample], int, str]:
+    """(samples, rows skipped by validation, benchmark name) for a file, a folder (`limit` rows
+    per file), a `Dataset` or a list of samples."""
+    if isinstance(data, Dataset):
+        samples = list(data.samples)[:limit] if limit else list(data.samples)
+        return samples, data.report.rows_skipped, "samples"
+    if isinstance(data, (list, tuple)):
+        return (list(data)[:limit] if limit else list(data)), 0, "samples"
+    files = resolve_files(data)
+    samples: list[Sample] = []
+    skipped = 0
+    for f in files:
+        ds = load_gui_r1(f, limit=limit)
+        samples += ds.samples
+        skipped += ds.report.rows_skipped
+    path = Path(data)
+    name = path.stem if path.is_file() else (path.name or str(data))
+    return samples, skipped, name
+
+
+def samples_by_id(data, limit: int | None = None) -> dict[str, Sample]:
+    """Record id -> sample, as `evaluate` numbers them (for pictures of predictions)."""
+    samples, _, _ = load_samples(data, limit)
+    return dict(zip(row_keys(samples), samples))
+
+
+def evaluate(data, policy, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
+             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official",
+             min_pixels: int | None = None, max_pixels: int | None = None, limit: int | None = None,
+             seed: int = 0, progress: bool = True) -> dict:
+    """Predict `data` (file, folder, `Dataset` or samples) with `policy` (a loaded policy, a
+    `Completer`, or "oracle"/"random") and write `predictions.jsonl`, `metrics.json` and
+    `metrics.md` into `out_dir`. Resumes an interrupted run in the same `out_dir`. Returns the
+    metrics (`per_file` is added when the rows come from several files)."""
+    completer = as_completer(policy, seed)
+    lo, hi = _pixels(completer, min_pixels, max_pixels)
+    samples, skipped, name = load_samples(data, limit)
+    rows = to_eval_rows(samples, lo, hi)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    records = predict(completer, rows, out / PREDICTIONS, batch_size, max_new_tokens, compat,
+                      min_pixels=lo, max_pixels=hi, keys=row_keys(samples), seed=seed, progress=progress)
+    summary = summarize(records, benchmark or name)
+    summary.update({"policy": completer.name, "compat": compat, "skipped_rows": skipped,
+                    "min_pixels": lo, "max_pixels": hi, "max_new_tokens": max_new_tokens})
+    stems = sorted({r["benchmark"] for r in records})
+    if len(stems) > 1:
+        summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
+    (out / METRICS_JSON).write_text(json.dumps(summary, indent=2) + "\n")
+    (out / METRICS_MD).write_text(to_markdown(summary) + "\n")
+    return summary
+
+
+# --- command line -----------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="gui-r1-lite evaluate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="benchmark parquet file or folder")
+    who = ap.add_mutually_exclusive_group(required=True)
+    who.add_argument("--model", help="hub id or local model folder")
+    who.add_argument("--baseline", choices=sorted(BASELINES))
+    ap.add_argument("--adapter", default=None, help="saved LoRA adapter folder (with --model)")
+    ap.add_argument("--quantization", choices=["4bit", "8bit"], default=None)
+    ap.add_argument("--out", required=True, help="output folder (resumes what is already there)")
+    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
+    ap.add_argument("--min-pixels", type=int, default=None, help=f"default {GUI_R1_MIN_PIXELS}")
+    ap.add_argument("--max-pixels", type=int, default=None, help=f"default {GUI_R1_MAX_PIXELS}")
+    ap.add_argument("--limit", type=int, default=None, help="rows per file")
+    ap.add_argument("--compat", choices=["official", "strict"], default="official")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
+    args = ap.parse_args(argv)
+    if args.model is None and (args.adapter or args.quantization):
+        ap.error("--adapter and --quantization need --model")
+    lo = args.min_pixels if args.min_pixels is not None else GUI_R1_MIN_PIXELS
+    hi = args.max_pixels if args.max_pixels is not None else GUI_R1_MAX_PIXELS
+    if args.model is not None:
+        from .modeling import load_policy
+
+        policy = ModelCompleter(load_policy(args.model, quantization=args.quantization, lora=None,
+                                            min_pixels=lo, max_pixels=hi, adapter=args.adapter, device=args.device),
+                                name=args.model if not args.adapter else f"{args.model}+{args.adapter}")
+    else:
+        policy = make_baseline(args.baseline, args.seed)
+    summary = evaluate(args.data, policy, args.out, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
+                       compat=args.compat, min_pixels=lo, max_pixels=hi, limit=args.limit, seed=args.seed)
+    print(to_markdown(summary))
+    print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

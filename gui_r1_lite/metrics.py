@@ -1,0 +1,315 @@
+"""Benchmark metrics over prediction records (one dict per evaluated step, as
+`evaluate.predict` writes them): ScreenSpot-style grounding accuracy, the original's action
+metrics (Type / GR / SR) and our strict step success. Pure functions; no model, no files.
+
+Record fields: `group`, `ui_type`, `gt_action`, `gt_bbox` (stored-image pixels: 4 values
+x1, y1, x2, y2, 2 values x, y, or [-100, -100] for no target), `image_size` [W, H],
+`gt_input_text`, `pred_action`, `pred_coord` ([x, y] in stored-image pixels, or None),
+`pred_input_text`, `parse_error`. A prediction that could not be read at all has
+`pred_action` / `pred_coord` / `pred_input_text` None and misses every test it enters.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+from .actions import NO_POINT, POINT_ACTIONS
+from .rewards import _point_hits, text_f1
+
+#: Grounding (GR) tolerance of the original action benchmarks: a normalised distance.
+GR_RADIUS = 0.14
+#: Text hit threshold on the original's text F1.
+TEXT_F1_THRESHOLD = 0.5
+#: Ground-truth actions whose target point GR checks (the original's list).
+GR_ACTIONS: tuple[str, ...] = ("click", "long_press", "moveto", "doubleclick", "rightclick")
+#: Ground-truth actions whose text the original's Text metric checks.
+TEXT_METRIC_ACTIONS: tuple[str, ...] = ("open_app", "type", "scroll", "select")
+
+Record = Mapping[str, Any]
+
+#: The paper's headline figures for GUI-R1-3B (fractions), per benchmark file stem; for
+#: comparison tables only. ScreenSpot's is the web/desktop mean; ScreenSpot-Pro's the mean of
+#: its 12 columns (0.286 sample-weighted).
+PAPER_GUI_R1_3B: dict[str, dict[str, float]] = {
+    "screenspot_test": {"grounding": 0.801},
+    "screenspot_pro_test": {"grounding": 0.252},
+    "androidcontrol_low_test": {"type": 0.837, "gr": 0.816, "sr": 0.644},
+    "androidcontrol_high_test": {"type": 0.580, "gr": 0.562, "sr": 0.466},
+}
+
+
+# --- per-record tests ------------------------------------------------------------------------------
+
+
+def _box(record: Record) -> list[float]:
+    box = record.get("gt_bbox")
+    return [float(v) for v in box] if box is not None else []
+
+
+def _has_target(box: Sequence[float]) -> bool:
+    return len(box) in (2, 4) and not (len(box) == 2 and tuple(box) == NO_POINT)
+
+
+def _coord(record: Record) -> tuple[float, float] | None:
+    p = record.get("pred_coord")
+    if p is None or len(p) != 2:
+        return None
+    return float(p[0]), float(p[1])
+
+
+def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
+    """The target point the GR metric measures distance to.
+
+    The original's action benchmarks store a point and GR takes the first two values of
+    `gt_bbox`. This project's benchmark files store 4-value boxes for click steps; there the
+    first two values are a corner, so the box centre is the target instead (a point anywhere in
+    a small box then passes, as it would against the original's stored point). None when the
+    step has no target.
+    """
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    if len(box) == 2 and tuple(box) != NO_POINT:
+        return box[0], box[1]
+    return None
+
+
+def within_radius(point: Sequence[float], target: Sequence[float], image_size: Sequence[float],
+                  radius: float = GR_RADIUS) -> bool:
+    """((tx-px)/W)² + ((ty-py)/H)² < radius² (strict), as the original's GR."""
+    w, h = float(image_size[0]), float(image_size[1])
+    dx = (float(target[0]) - float(point[0])) / w
+    dy = (float(target[1]) - float(point[1])) / h
+    return dx * dx + dy * dy < radius * radius
+
+
+def grounding_hit(record: Record) -> bool | None:
+    """ScreenSpot hit: the predicted point strictly inside the 4-value `gt_bbox` (the predicted
+    action is not checked). None when the record is not a click with a 4-value box."""
+    box = _box(record)
+    if record.get("gt_action") != "click" or len(box) != 4:
+        return None
+    p = _coord(record)
+    return p is not None and _point_hits(p, box, inclusive=False)
+
+
+def gr_hit(record: Record) -> bool | None:
+    """The original's GR test (point within 0.14 normalised of the target; action not checked).
+    None when the ground-truth action is not a point action or has no target."""
+    if record.get("gt_action") not in GR_ACTIONS:
+        return None
+    target = target_point(_box(record))
+    if target is None:
+        return None
+    p = _coord(record)
+    return p is not None and within_radius(p, target, record["image_size"])
+
+
+def text_hit(record: Record) -> bool | None:
+    """The original's Text test (F1 ≥ 0.5; action not checked). None for other ground truths."""
+    if record.get("gt_action") not in TEXT_METRIC_ACTIONS:
+        return None
+    pred = record.get("pred_input_text")
+    return pred is not None and text_f1(pred, record.get("gt_input_text", "")) >= TEXT_F1_THRESHOLD
+
+
+def type_hit(record: Record) -> bool:
+    """The predicted action equals the ground-truth one exactly."""
+    pred = record.get("pred_action")
+    return pred is not None and pred == record.get("gt_action")
+
+
+def strict_step_hit(record: Record) -> bool:
+    """Our step success: the action type matches (case-insensitive) and, where the ground truth
+    has a target point, the point lies inside the 4-value box (edges included) or within 0.14
+    normalised of a 2-value point; where it has a text, F1 ≥ 0.5."""
+    pred = record.get("pred_action")
+    gt = str(record.get("gt_action", "")).strip().lower()
+    if pred is None or str(pred).strip().lower() != gt:
+        return False
+    box = _box(record)
+    if gt in POINT_ACTIONS and _has_target(box):
+        p = _coord(record)
+        if p is None:
+            return False
+        if len(box) == 4:
+            if not _point_hits(p, box, inclusive=True):
+                return False
+        elif not within_radius(p, box, record["image_size"]):
+            return False
+    if gt in TEXT_METRIC_ACTIONS:
+        text = record.get("pred_input_text")
+        if text is None or text_f1(text, record.get("gt_input_text", "")) < TEXT_F1_THRESHOLD:
+            return False
+    return True
+
+
+def record_outcome(record: Record) -> dict[str, bool | None]:
+    """Every test on one record (None where a test does not apply), and `hit`: the grounding
+    result where the step has a target, else the strict step result (what pictures colour by)."""
+    out = {"type": type_hit(record), "grounding": grounding_hit(record), "gr": gr_hit(record),
+           "text": text_hit(record), "strict": strict_step_hit(record)}
+    point_result = out["grounding"] if out["grounding"] is not None else out["gr"]
+    out["hit"] = point_result if point_result is not None else out["strict"]
+    return out
+
+
+# --- aggregates -------------------------------------------------------------------------------------
+
+
+def _rate(hits: int, n: int) -> float | None:
+    return hits / n if n else None
+
+
+def group_key(record: Record) -> str:
+    """`group-ui_type` (ScreenSpot's column names), or the group alone without a ui_type."""
+    group = record.get("group") or "all"
+    ui_type = record.get("ui_type")
+    return f"{group}-{ui_type}" if ui_type else str(group)
+
+
+def grounding_metrics(records: Iterable[Record]) -> dict | None:
+    """ScreenSpot-style grounding accuracy per `group-ui_type` and pooled (`overall`) over click
+    records with 4-value boxes: `{"overall": x, "n": n, "groups": {...}, "counts": {...}}`, or
+    None when there is no such record."""
+    hits: dict[str, int] = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
+    for r in records:
+        hit = grounding_hit(r)
+        if hit is None:
+            continue
+        key = group_key(r)
+        totals[key] += 1
+        hits[key] += int(hit)
+    n = sum(totals.values())
+    if not n:
+        return None
+    keys = sorted(totals)
+    return {
+        "overall": sum(hits.values()) / n,
+        "n": n,
+        "groups": {k: hits[k] / totals[k] for k in keys},
+        "counts": {k: {"hits": hits[k], "n": totals[k]} for k in keys},
+    }
+
+
+def action_metrics(records: Iterable[Record]) -> dict | None:
+    """The original's action-benchmark metrics plus our strict step success.
+
+    - `type`: exact action hits / all records;
+    - `grounding` (GR): hits / records whose ground truth is a point action (click, long_press,
+      moveto, doubleclick, rightclick), point within 0.14 normalised of `target_point`;
+    - `step_success` (SR): (GR hits + Text hits) / (GR records + Text records), where Text is
+      F1 ≥ 0.5 on open_app / type / scroll / select; other actions are left out of SR;
+    - `categories`: rates per `<group>-<gt_action>` (type), `<group>-<gt_action>-grounding`,
+      `<group>-<gt_action>-text`; `counts`: their hits and totals;
+    - `strict_step_success`: `strict_step_hit` over every record.
+
+    Rates are None where their denominator is 0; the whole result is None without records.
+    """
+    records = list(records)
+    if not records:
+        return None
+    hits: dict[str, int] = defaultdict(int)
+    totals: dict[str, int] = defaultdict(int)
+    n_type = n_gr = n_text = 0
+    type_hits = gr_hits = text_hits = strict_hits = 0
+    for r in records:
+        base = f"{r.get('group') or 'all'}-{r.get('gt_action')}"
+        t = type_hit(r)
+        n_type += 1
+        type_hits += t
+        totals[base] += 1
+        hits[base] += t
+        g = gr_hit(r)
+        if g is not None:
+            n_gr += 1
+            gr_hits += g
+            totals[base + "-grounding"] += 1
+            hits[base + "-grounding"] += g
+        x = text_hit(r)
+        if x is not None:
+            n_text += 1
+            text_hits += x
+            totals[base + "-text"] += 1
+            hits[base + "-text"] += x
+        strict_hits += strict_step_hit(r)
+    keys = sorted(totals)
+    return {
+        "type": type_hits / n_type,
+        "grounding": _rate(gr_hits, n_gr),
+        "step_success": _rate(gr_hits + text_hits, n_gr + n_text),
+        "strict_step_success": strict_hits / n_type,
+        "n": n_type,
+        "n_grounding": n_gr,
+        "n_text": n_text,
+        "categories": {k: hits[k] / totals[k] for k in keys},
+        "counts": {k: {"hits": hits[k], "n": totals[k]} for k in keys},
+    }
+
+
+def parse_failures(records: Iterable[Record]) -> int:
+    """Records whose completion failed the answer format (`parse_error` set)."""
+    return sum(1 for r in records if r.get("parse_error"))
+
+
+def table_row(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline figures of one `summarize` result as a flat row (fractions; None where absent)."""
+    g, a = summary.get("grounding") or {}, summary.get("action") or {}
+    return {"benchmark": summary.get("benchmark"), "n": summary.get("n"),
+            "parse_failures": summary.get("parse_failures"),
+            "grounding": g.get("overall"), "type": a.get("type"), "gr": a.get("grounding"),
+            "sr": a.get("step_success"), "strict_sr": a.get("strict_step_success")}
+
+
+def summarize(records: Iterable[Record], benchmark: str = "") -> dict:
+    """The content of `metrics.json`: benchmark name, row count, parse failures, grounding and
+    action metrics (each None where nothing applies)."""
+    records = list(records)
+    return {
+        "benchmark": benchmark,
+        "n": len(records),
+        "parse_failures": parse_failures(records),
+        "grounding": grounding_metrics(records),
+        "action": action_metrics(records),
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def to_markdown(summary: Mapping[str, Any]) -> str:
+    """A Markdown report of `summarize(...)` output (figures in percent)."""
+    lines = [f"# {summary.get('benchmark') or 'evaluation'}", "",
+             f"rows: {summary['n']}, parse failures: {summary['parse_failures']}", ""]
+    g = summary.get("grounding")
+    if g:
+        lines += ["## Grounding (point strictly inside the box)", "", "| group | n | accuracy % |", "|---|---:|---:|"]
+        for k, v in g["groups"].items():
+            lines.append(f"| {k} | {g['counts'][k]['n']} | {_pct(v)} |")
+        lines += [f"| **overall** | {g['n']} | **{_pct(g['overall'])}** |", ""]
+    a = summary.get("action")
+    if a:
+        lines += ["## Actions", "", "| metric | n | % |", "|---|---:|---:|",
+                  f"| Type | {a['n']} | {_pct(a['type'])} |",
+                  f"| GR (0.14 radius) | {a['n_grounding']} | {_pct(a['grounding'])} |",
+                  f"| SR (official) | {a['n_grounding'] + a['n_text']} | {_pct(a['step_success'])} |",
+                  f"| strict step success | {a['n']} | {_pct(a['strict_step_success'])} |", "",
+                  "| category | hits / n | % |", "|---|---:|---:|"]
+        for k, v in a["categories"].items():
+            c = a["counts"][k]
+            lines.append(f"| {k} | {c['hits']} / {c['n']} | {_pct(v)} |")
+        lines.append("")
+    per_file = summary.get("per_file")
+    if per_file:
+        lines += ["## Per file", "", "| file | n | parse failures | grounding % | Type % | GR % | SR % | strict % |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, s in per_file.items():
+            g, a = s.get("grounding") or {}, s.get("action") or {}
+            lines.append(f"| {name} | {s['n']} | {s['parse_failures']} | {_pct(g.get('overall'))} | "
+                         f"{_pct(a.get('type'))} | {_pct(a.get('grounding'))} | {_pct(a.get('step_success'))} | "
+                         f"{_pct(a.get('strict_step_success'))} |")
+        lines.append("")
+    return "\n".join(lines)

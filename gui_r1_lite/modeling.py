@@ -1,0 +1,412 @@
+"""Load the policy: a Qwen2.5-VL model and its processor from a hub id or a local folder, in full
+precision, 4-bit NF4 or 8-bit, with a LoRA adapter on the text decoder (new or saved).
+
+The same call serves `Qwen/Qwen2.5-VL-3B-Instruct`, `-7B-Instruct` and the tiny local model
+(`tiny.build_tiny_model`); only the arguments change.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import warnings
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from .actions import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+
+Quantization = Literal["4bit", "8bit"]
+QUANTIZATIONS: tuple[str, ...] = ("4bit", "8bit")
+
+# Module names in transformers 5's Qwen2.5-VL: `model.language_model.layers.N.{self_attn,mlp}.*`
+# and `model.visual.blocks.N.{attn,mlp}.*`. The vision MLP also has gate/up/down_proj, so a plain
+# list of names would put adapters on the vision tower too; these patterns keep the two apart.
+TEXT_LORA_TARGETS = (
+    r".*language_model\.layers\.\d+\.(?:self_attn\.(?:q|k|v|o)_proj|mlp\.(?:gate|up|down)_proj)"
+)
+VISION_LORA_TARGETS = (
+    r".*visual\.blocks\.\d+\.(?:attn\.(?:qkv|proj)|mlp\.(?:gate|up|down)_proj)|.*visual\.merger\.mlp\.(?:0|2)"
+)
+
+
+@dataclass
+class LoraSettings:
+    """LoRA adapter settings. `target_modules` is a regex matched against full module names
+    (PEFT full-matches a string); `train_vision` adds adapters to the vision tower's blocks and
+    merger as well (without LoRA it makes the vision tower's own weights trainable)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: str = TEXT_LORA_TARGETS
+    train_vision: bool = False
+    bias: str = "none"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.r, int) or self.r <= 0:
+            raise ValueError(f"LoraSettings.r must be a positive integer, got {self.r!r}")
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"LoraSettings.dropout must be in [0, 1), got {self.dropout!r}")
+        if self.bias not in ("none", "all", "lora_only"):
+            raise ValueError(f"LoraSettings.bias must be 'none', 'all' or 'lora_only', got {self.bias!r}")
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "LoraSettings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown LoRA setting(s) {unknown}; expected some of {sorted(known)}")
+        return cls(**values)
+
+    @property
+    def pattern(self) -> str:
+        """The regex PEFT gets: the text targets, plus the vision ones when `train_vision`."""
+        if self.train_vision:
+            return f"(?:{self.target_modules})|(?:{VISION_LORA_TARGETS})"
+        return self.target_modules
+
+    def to_peft(self):
+        """The `peft.LoraConfig` for these settings."""
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=self.pattern, bias=self.bias, task_type="CAUSAL_LM")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Policy:
+    """A loaded policy: the (possibly PEFT-wrapped) model, its processor, and how it was loaded."""
+
+    model: Any
+    processor: Any
+    device: Any
+    dtype: Any = None
+    quantization: str | None = None
+    lora: LoraSettings | None = None
+    source: str = ""
+    adapter: str | None = None
+
+    @property
+    def tokenizer(self):
+        return self.processor.tokenizer
+
+    def trainable_parameters(self) -> tuple[int, int]:
+        """(trainable, total) parameter counts (4-bit weights count as stored)."""
+        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
+        total = sum(p.numel() for p in self.model.parameters())
+        return trainable, total
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _base_model(model):
+    """The transformers model under any PEFT wrapping."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if callable(get_base) else model
+
+
+def vision_tower(model):
+    """The vision encoder (`model.model.visual` in transformers 5) of a Qwen2.5-VL model."""
+    base = _base_model(model)
+    for path in ("model.visual", "visual"):
+        obj = base
+        try:
+            for part in path.split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            continue
+        return obj
+    raise AttributeError(f"{type(base).__name__} has no vision tower at .model.visual or .visual")
+
+
+def lora_targets(model, settings: LoraSettings | None = None) -> list[str]:
+    """Names of the Linear modules of `model` that `settings` (default `LoraSettings()`) puts
+    adapters on. On a PEFT model the names are those of the wrapped base model."""
+    import torch
+
+    settings = settings or LoraSettings()
+    pattern = re.compile(settings.pattern)
+    base = _base_model(model)
+    names = []
+    for name, module in base.named_modules():
+        if ".lora_" in name or name.endswith(".base_layer"):
+            continue
+        # bitsandbytes' Linear4bit/Linear8bitLt subclass nn.Linear; PEFT's wrapper holds one as base_layer.
+        is_linear = isinstance(module, torch.nn.Linear) or isinstance(getattr(module, "base_layer", None), torch.nn.Linear)
+        if is_linear and pattern.fullmatch(name):
+            names.append(name)
+    return names
+
+
+def set_vision_trainable(model, trainable: bool) -> None:
+    """Freeze (or unfreeze) every parameter of the vision tower."""
+    for p in vision_tower(model).parameters():
+        p.requires_grad_(trainable)
+
+
+def resolve_device(device=None):
+    """`None` -> this process's CUDA device (`cuda:$LOCAL_RANK`) when CUDA is available, else CPU.
+    Asking for CUDA without it raises before anything is loaded."""
+    import torch
+
+    if device is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", torch.cuda.current_device())))
+        return torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"device={device!r} asks for CUDA, but torch {torch.__version__} sees no CUDA device; "
+                               "pass device='cpu' (or device=None to pick one), or install a CUDA build of torch")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise RuntimeError(f"device={device!r}: only {torch.cuda.device_count()} CUDA device(s) visible")
+    elif dev.type not in ("cpu", "mps", "xpu"):
+        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or None, got {device!r}")
+    return dev
+
+
+def resolve_dtype(dtype, device):
+    """`None` -> float32 on CPU, bfloat16 on a CUDA device that has it natively, else float16."""
+    import torch
+
+    if dtype is None:
+        if device.type == "cuda":
+            try:
+                native_bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+            except TypeError:
+                native_bf16 = torch.cuda.is_bf16_supported()
+            return torch.bfloat16 if native_bf16 else torch.float16
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
+             "float16": torch.float16, "fp16": torch.float16}
+    if dtype in names:
+        return names[dtype]
+    raise ValueError(f"dtype must be a torch.dtype, one of {sorted(names)} or None, got {dtype!r}")
+
+
+def _resolve_lora(lora) -> LoraSettings | None:
+    if lora is None or lora is False:
+        return None
+    if lora is True:
+        return LoraSettings()
+    if isinstance(lora, LoraSettings):
+        return lora
+    if isinstance(lora, dict):
+        return LoraSettings.from_dict(lora)
+    raise TypeError(f"lora must be LoraSettings, a dict of its fields, True (defaults) or None/False, got {type(lora).__name__}")
+
+
+def quantization_config(quantization: str | None, device):
+    """The `BitsAndBytesConfig` for `quantization` ("4bit": NF4, double quantisation, bf16/fp16
+    compute on CUDA and fp32 on CPU; "8bit": LLM.int8), or None. Raises when bitsandbytes is missing."""
+    if quantization is None:
+        return None
+    if quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be None, '4bit' or '8bit', got {quantization!r}")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ImportError(f"quantization={quantization!r} needs bitsandbytes: `pip install 'bitsandbytes>=0.50'` "
+                          "(or `pip install gui_r1_lite[quant]`), or pass quantization=None")
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    if quantization == "4bit":
+        compute = resolve_dtype(None, device) if device.type == "cuda" else torch.float32
+        return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                                  bnb_4bit_compute_dtype=compute)
+    return BitsAndBytesConfig(load_in_8bit=True)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?")
+
+
+def _settle_bnb_cpu_kernels(model, training: bool) -> int:
+    """bitsandbytes 0.50 repacks a Linear4bit's weights for its AVX512-BF16 CPU kernel on the first
+    eval-mode, no-grad forward. The repacked layer then fails in a later training forward (biased
+    layers: "a view of a leaf Variable ... in-place") and cannot be packed at all unless
+    in_features % 64 == 0 and out_features % 32 == 0. Keep the generic path for models that will be
+    trained and for layers of unpackable shape. Returns how many layers were switched."""
+    switched = 0
+    for module in model.modules():
+        if type(module).__name__ != "Linear4bit" or not getattr(module, "support_avx512bf16_for_cpu", False):
+            continue
+        unpackable = module.in_features % 64 != 0 or module.out_features % 32 != 0
+        if training or unpackable:
+            module.support_avx512bf16_for_cpu = False
+            switched += 1
+    return switched
+
+
+def _looks_like_path(name: str) -> bool:
+    return _HUB_ID.fullmatch(name) is None
+
+
+def _not_found(source: str, exc: Exception) -> OSError:
+    return OSError(
+        f"could not load {source!r}: it is not a local folder and the Hugging Face hub could not provide it "
+        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Download it on a machine "
+        f"with internet, e.g. `huggingface-cli download {source} --local-dir <folder>` "
+        f"(`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy the folder here "
+        "and pass the local folder instead of the hub id")
+
+
+def _check_source(model_id_or_dir: str | os.PathLike) -> str:
+    source = os.fspath(model_id_or_dir)
+    path = Path(source).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(f"{source}: folder has no config.json; expected a saved Qwen2.5-VL model "
+                                    "(save_pretrained output, or a hub snapshot)")
+        return str(path)
+    if path.exists():
+        raise NotADirectoryError(f"{source}: expected a model folder or a hub id like 'Qwen/Qwen2.5-VL-3B-Instruct'")
+    if _looks_like_path(source):
+        raise FileNotFoundError(f"{source}: no such folder (and not a hub id of the form 'owner/name')")
+    return source
+
+
+def load_processor(model_id_or_dir: str | os.PathLike, min_pixels: int | None = GUI_R1_MIN_PIXELS,
+                   max_pixels: int | None = GUI_R1_MAX_PIXELS, padding_side: str = "left"):
+    """`AutoProcessor.from_pretrained` with the image (and video) resize bounds set to
+    [min_pixels, max_pixels] (None keeps the saved value) and the tokenizer padding on `padding_side`."""
+    from transformers import AutoProcessor
+    from transformers.image_processing_utils import SizeDict
+
+    source = _check_source(model_id_or_dir)
+    try:
+        processor = AutoProcessor.from_pretrained(source)
+    except OSError as exc:
+        if Path(source).is_dir():
+            raise
+        raise _not_found(source, exc) from exc
+    for sub in (getattr(processor, "image_processor", None), getattr(processor, "video_processor", None)):
+        if sub is None:
+            continue
+        size = dict(sub.size) if sub.size is not None else {}
+        size = {k: v for k, v in size.items() if v is not None}
+        lo = min_pixels if min_pixels is not None else size.get("shortest_edge")
+        hi = max_pixels if max_pixels is not None else size.get("longest_edge")
+        if lo is not None and hi is not None and not 0 < lo <= hi:
+            raise ValueError(f"need 0 < min_pixels <= max_pixels, got {lo}, {hi}")
+        # transformers 5 reads the bounds from `size`; min_pixels/max_pixels kwargs are deprecated.
+        sub.size = SizeDict(shortest_edge=lo, longest_edge=hi)
+    processor.tokenizer.padding_side = padding_side
+    return processor
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+
+def load_policy(
+    model_id_or_dir: str | os.PathLike,
+    quantization: Quantization | None = None,
+    lora: LoraSettings | dict | bool | None = True,
+    *,
+    min_pixels: int | None = GUI_R1_MIN_PIXELS,
+    max_pixels: int | None = GUI_R1_MAX_PIXELS,
+    device=None,
+    dtype=None,
+    adapter: str | os.PathLike | None = None,
+    adapter_trainable: bool = False,
+    train_vision: bool | None = None,
+    gradient_checkpointing: bool = False,
+    attn_implementation: str | None = None,
+) -> Policy:
+    """Load a Qwen2.5-VL policy and its processor.
+
+    - `model_id_or_dir`: a hub id (`Qwen/Qwen2.5-VL-3B-Instruct`) or a local folder.
+    - `quantization`: None, "4bit" (QLoRA's NF4 + double quantisation) or "8bit" (bitsandbytes).
+      Quantised models go through `peft.prepare_model_for_kbit_training` when they will be trained.
+    - `lora`: True (default `LoraSettings()`: r 16 on the text decoder's q/k/v/o/gate/up/down),
+      a `LoraSettings` or dict of its fields, or None/False for no adapter (full fine-tuning of the
+      text model, or inference).
+    - `adapter`: a saved LoRA adapter folder to load instead of a new one; frozen for inference
+      unless `adapter_trainable`.
+    - `train_vision`: overrides `LoraSettings.train_vision`; the vision tower is frozen by default.
+    - `min_pixels` / `max_pixels`: the processor's resize bounds (GUI-R1's by default; None keeps
+      the saved ones). The tokenizer pads on the left (batched generation).
+    - `device`: None picks `cuda:$LOCAL_RANK` or CPU; `dtype`: None picks bf16/fp16 on CUDA, fp32 on CPU.
+
+    Configuration errors (unknown quantisation, bitsandbytes missing, CUDA asked for but absent,
+    lora together with adapter) are raised before anything is loaded.
+    """
+    import torch
+
+    settings = _resolve_lora(lora)
+    if adapter is not None and lora not in (True, None, False):
+        raise ValueError("pass either lora= (a new adapter) or adapter= (a saved one), not both")
+    if adapter is not None:
+        settings = None
+        if not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+            raise FileNotFoundError(f"{adapter}: no adapter_config.json; expected a folder saved by "
+                                    "PeftModel.save_pretrained / the trainer's output_dir")
+    if train_vision is not None and settings is not None:
+        settings = LoraSettings(**{**settings.to_dict(), "train_vision": bool(train_vision)})
+    vision_trainable = bool(train_vision if train_vision is not None else (settings.train_vision if settings else False))
+
+    dev = resolve_device(device)
+    qconfig = quantization_config(quantization, dev)
+    torch_dtype = resolve_dtype(dtype, dev)
+    source = _check_source(model_id_or_dir)
+
+    from transformers import AutoModelForImageTextToText
+
+    processor = load_processor(source, min_pixels, max_pixels)
+
+    kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if qconfig is not None:
+        kwargs["quantization_config"] = qconfig
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    if not is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
+        kwargs["device_map"] = {"": str(dev)}
+    try:
+        model = AutoModelForImageTextToText.from_pretrained(source, **kwargs)
+    except OSError as exc:
+        if Path(source).is_dir():
+            raise
+        raise _not_found(source, exc) from exc
+
+    training = settings is not None or (adapter is not None and adapter_trainable)
+    if quantization == "4bit" and dev.type == "cpu":
+        _settle_bnb_cpu_kernels(model, training)
+    if qconfig is not None and training:
+        from peft import prepare_model_for_kbit_training
+
+        with warnings.catch_warnings():  # peft calls a transformers API that 5.x marks deprecated
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
+                                                    gradient_checkpointing_kwargs={"use_reentrant": False})
+    elif gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+
+    if settings is not None:
+        from peft import get_peft_model
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = get_peft_model(model, settings.to_peft())
+    elif adapter is not None:
+        from peft import PeftModel
+
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = PeftModel.from_pretrained(model, os.fspath(adapter), is_trainable=adapter_trainable)
+    elif qconfig is None:
+        set_vision_trainable(model, vision_trainable)  # full fine-tuning: the vision tower only on request
+    # (PEFT freezes the whole base model; only adapters, vision ones when asked, are trainable.)
+    if not training:
+        model.eval()
+
+    return Policy(model=model, processor=processor, device=dev, dtype=torch_dtype, quantization=quantization,
+                  lora=settings, source=source, adapter=None if adapter is None else os.fspath(adapter))

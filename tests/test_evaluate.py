@@ -1,0 +1,258 @@
+"""Evaluation: baselines through the full resize -> answer -> parse -> map-back path, resume
+after a crash, the tiny model through `predict`, and the command line."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image, ImageDraw
+
+from gui_r1_lite import evaluate as E
+from gui_r1_lite.data import load_gui_r1, to_eval_rows
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_TESTS = sorted((ROOT / "data_samples" / "test").glob("*.parquet"))
+#: The cpu-mini profile's processor bounds: the smallest model frame, the hardest round trip.
+MINI = {"min_pixels": 28 * 28 * 16, "max_pixels": 28 * 28 * 64}
+NO = [-100.0, -100.0]
+
+
+def _png(w: int, h: int, seed: int) -> bytes:
+    im = Image.new("RGB", (w, h), (235, 235, 235))
+    d = ImageDraw.Draw(im)
+    rng = random.Random(seed)
+    for _ in range(6):
+        x, y = rng.randrange(w - 60), rng.randrange(h - 40)
+        d.rectangle([x, y, x + 60, y + 30], fill=(rng.randrange(256), 90, 160))
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def write_benchmark_files(folder: Path) -> list[Path]:
+    """Two small benchmark-schema files: a ScreenSpot-like grounding file (4-value pixel boxes,
+    two groups and ui_types, two image sizes) and an AndroidControl-like file (every kind of step)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    ss = []
+    for i in range(8):
+        w, h = (540, 1170) if i % 2 else (1280, 720)
+        x, y = 40 + 37 * i, 50 + 23 * i
+        ss.append({"image": {"bytes": _png(w, h, i), "path": f"{i}.png"}, "instruction": f"click the item {i}",
+                   "history": "None", "gt_action": "click", "gt_bbox": [x, y, x + 30.0 + i, y + 14.0],
+                   "gt_input_text": "no input text", "group": ["mobile", "web"][i % 2],
+                   "ui_type": ["text", "icon"][(i // 2) % 2]})
+    steps = [("click", [30.0, 40.0, 110.0, 72.0], "no input text"), ("type", NO, "hello world"),
+             ("scroll", NO, "down"), ("press_back", NO, "no input text"),
+             ("long_press", [300.0, 500.0], "no input text"), ("open_app", NO, "Gmail"),
+             ("wait", NO, "no input text"), ("click", [200.0, 900.0, 260.0, 930.0], "no input text")]
+    ac = [{"image": {"bytes": _png(540, 1170, 100 + i), "path": f"a{i}.png"}, "instruction": f"do the {a} step",
+           "history": "Step 1: open the app.", "gt_action": a, "gt_bbox": b, "gt_input_text": t, "group": "android",
+           "ui_type": ""} for i, (a, b, t) in enumerate(steps)]
+    paths = [folder / "screenspot_test.parquet", folder / "androidcontrol_low_test.parquet"]
+    pq.write_table(pa.Table.from_pylist(ss), paths[0])
+    pq.write_table(pa.Table.from_pylist(ac), paths[1])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def bench_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("bench")
+    write_benchmark_files(folder)
+    return folder
+
+
+def _check_perfect(summary: dict) -> None:
+    assert summary["parse_failures"] == 0
+    if summary["grounding"] is not None:
+        assert summary["grounding"]["overall"] == 1.0
+    assert summary["action"]["strict_step_success"] == 1.0
+    assert summary["action"]["type"] == 1.0
+
+
+# --- baselines --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bounds", [MINI, {}], ids=["cpu-mini-frame", "gui-r1-frame"])
+def test_oracle_is_perfect_on_a_tmp_parquet(bench_dir, tmp_path, bounds):
+    s = E.evaluate(bench_dir, "oracle", tmp_path / "oracle", progress=False, **bounds)
+    _check_perfect(s)
+    assert s["n"] == 16 and s["grounding"]["n"] == 10
+    assert set(s["per_file"]) == {"screenspot_test", "androidcontrol_low_test"}
+    for per in s["per_file"].values():
+        _check_perfect(per)
+    assert s["action"]["grounding"] == 1.0 and s["action"]["step_success"] == 1.0
+
+
+@pytest.mark.parametrize("path", SAMPLE_TESTS or [None], ids=[p.name for p in SAMPLE_TESTS] or ["none"])
+def test_oracle_is_perfect_on_every_sample_file(path, tmp_path):
+    if path is None:
+        pytest.skip("data_samples/test has no parquet files yet")
+    s = E.evaluate(path, "oracle", tmp_path / "o", progress=False, **MINI)
+    _check_perfect(s)
+    assert s["n"] == len(load_gui_r1(path))
+
+
+def test_random_is_far_lower_and_seeded(bench_dir, tmp_path):
+    s = E.evaluate(bench_dir, "random", tmp_path / "r", progress=False, **MINI)
+    assert s["parse_failures"] == 0
+    assert s["grounding"]["overall"] <= 0.2
+    assert s["action"]["strict_step_success"] <= 0.3
+    again = E.evaluate(bench_dir, E.RandomBaseline(seed=0), tmp_path / "r2", progress=False, batch_size=3, **MINI)
+    assert (tmp_path / "r" / "predictions.jsonl").read_bytes() == (tmp_path / "r2" / "predictions.jsonl").read_bytes()
+    assert again == s
+
+
+def test_oracle_records_map_model_points_back_to_the_stored_image(bench_dir, tmp_path):
+    E.evaluate(bench_dir / "screenspot_test.parquet", "oracle", tmp_path / "o", progress=False, **MINI)
+    records = E.read_records(tmp_path / "o" / "predictions.jsonl")
+    assert len(records) == 8
+    for r in records:
+        (mw, mh), (w, h) = r["model_size"], r["image_size"]
+        assert (mw, mh) != (w, h) and mw % 28 == 0 and mh % 28 == 0
+        x1, y1, x2, y2 = r["gt_bbox"]
+        px, py = r["pred_coord"]
+        assert x1 < px < x2 and y1 < py < y2
+        assert r["pred_coord_model"] == [round(px * mw / w), round(py * mh / h)]
+        assert r["format_ok"] and r["parse_error"] is None and r["completion"].startswith("<think>")
+    required = {"id", "group", "ui_type", "gt_action", "gt_bbox", "gt_input_text", "image_size", "model_size",
+                "completion", "pred_action", "pred_coord", "pred_input_text", "format_ok", "parse_error"}
+    assert required <= set(records[0])
+
+
+def test_completion_without_an_answer_reads_nothing(bench_dir):
+    row = to_eval_rows(load_gui_r1(bench_dir / "screenspot_test.parquet", limit=1).samples, **MINI)[0]
+    r = E.make_record(row, "x", "I think I will click somewhere")
+    assert r["pred_action"] is r["pred_coord"] is r["pred_input_text"] is None
+    assert r["format_ok"] is False and r["parse_error"]
+    r = E.make_record(row, "x", "<think>no</think> <answer>[{'action': 'click', 'point': [3.5, 4], "
+                                "'input_text': 'no input text'}]</answer>", compat="strict")
+    assert r["pred_action"] == "click" and r["pred_coord_model"] == [3.5, 4]
+
+
+# --- resume ---------------------------------------------------------------------------------------
+
+class CrashAfter:
+    """The oracle, but the call after `batches` batches raises (a crash mid-run)."""
+
+    name = "oracle"
+
+    def __init__(self, batches: int):
+        self.left = batches
+        self.inner = E.OracleBaseline()
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        if self.left == 0:
+            raise RuntimeError("simulated crash")
+        self.left -= 1
+        return self.inner.complete(rows, images, keys, max_new_tokens)
+
+
+def test_resume_after_a_crash_gives_the_uninterrupted_file(bench_dir, tmp_path):
+    rows = to_eval_rows(load_gui_r1(bench_dir).samples, **MINI)
+    full = tmp_path / "full.jsonl"
+    E.predict("oracle", rows, full, batch_size=3, progress=False, **MINI)
+
+    part = tmp_path / "part.jsonl"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        E.predict(CrashAfter(2), rows, part, batch_size=3, progress=False, **MINI)
+    assert len(E.read_records(part)) == 6  # two flushed batches survive
+    with part.open("a") as fh:
+        fh.write('{"id": "androidcontrol_low_test/6", "gt_act')  # a line cut short by the crash
+    calls = []
+
+    class Counting(E.OracleBaseline):
+        def complete(self, rows, *a):
+            calls.append(len(rows))
+            return super().complete(rows, *a)
+
+    records = E.predict(Counting(), rows, part, batch_size=3, progress=False, **MINI)
+    assert sum(calls) == len(rows) - 6  # finished rows were not recomputed
+    assert part.read_bytes() == full.read_bytes()
+    assert [r["id"] for r in records] == E.row_keys(r.sample for r in rows)
+    # a finished file is not touched again
+    E.predict(CrashAfter(0), rows, part, batch_size=3, progress=False, **MINI)
+    assert part.read_bytes() == full.read_bytes()
+    with pytest.raises(ValueError, match="compat"):
+        E.predict("oracle", rows, part, compat="strict", progress=False, **MINI)
+
+
+def test_duplicate_ids_get_unique_keys():
+    class S:
+        def __init__(self, i):
+            self.id = i
+
+    assert E.row_keys([S("a"), S("b"), S("a"), S("a")]) == ["a", "b", "a#2", "a#3"]
+
+
+# --- the tiny model ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_inference_policy(tiny_model_dir):
+    from gui_r1_lite.modeling import load_policy
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    return load_policy(tiny_model_dir, lora=None, min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS, device="cpu")
+
+
+def test_tiny_model_through_predict_counts_parse_errors(tiny_inference_policy, bench_dir, tmp_path):
+    s = E.evaluate(bench_dir, tiny_inference_policy, tmp_path / "tiny", batch_size=4, max_new_tokens=12,
+                   limit=3, progress=False)
+    records = E.read_records(tmp_path / "tiny" / "predictions.jsonl")
+    assert len(records) == s["n"] == 6
+    assert s["parse_failures"] == sum(1 for r in records if r["parse_error"]) > 0
+    for r in records:
+        assert isinstance(r["completion"], str)
+        assert r["format_ok"] is (r["parse_error"] is None)
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    assert (s["min_pixels"], s["max_pixels"]) == (TINY_MIN_PIXELS, TINY_MAX_PIXELS)  # the processor's bounds
+    assert json.loads((tmp_path / "tiny" / "metrics.json").read_text()) == json.loads(json.dumps(s))
+
+
+def test_rows_made_for_another_frame_are_refused(tiny_inference_policy, bench_dir, tmp_path):
+    # GUI-R1's frame holds more pixels than the tiny processor's max_pixels: it would resize again
+    big = {"min_pixels": 262_144, "max_pixels": 1_258_291}
+    rows = to_eval_rows(load_gui_r1(bench_dir / "screenspot_test.parquet", limit=2).samples, **big)
+    with pytest.raises(ValueError, match="processor resized the image"):
+        E.predict(E.ModelCompleter(tiny_inference_policy), rows, tmp_path / "p.jsonl", max_new_tokens=2,
+                  progress=False, **big)
+    # a frame inside the processor's bounds is kept as it is
+    rows = to_eval_rows(load_gui_r1(bench_dir / "screenspot_test.parquet", limit=2).samples, **MINI)
+    assert len(E.predict(tiny_inference_policy, rows, tmp_path / "q.jsonl", max_new_tokens=2, progress=False,
+                         **MINI)) == 2
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+def test_cli_writes_the_three_files(bench_dir, tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert E.main(["--data", str(bench_dir / "screenspot_test.parquet"), "--baseline", "oracle", "--out", str(out),
+                   "--min-pixels", str(MINI["min_pixels"]), "--max-pixels", str(MINI["max_pixels"])]) == 0
+    for name in ("predictions.jsonl", "metrics.json", "metrics.md"):
+        assert (out / name).stat().st_size > 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["benchmark"] == "screenspot_test" and m["n"] == 8 and m["grounding"]["overall"] == 1.0
+    assert {"benchmark", "n", "parse_failures", "grounding", "action"} <= set(m)
+    assert "| **overall** | 8 | **100.0** |" in (out / "metrics.md").read_text()
+    assert "overall" in capsys.readouterr().out
+
+
+def test_cli_with_the_tiny_model(tiny_model_dir, bench_dir, tmp_path):
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    out = tmp_path / "cli_model"
+    assert E.main(["--data", str(bench_dir), "--model", str(tiny_model_dir), "--out", str(out), "--limit", "2",
+                   "--max-new-tokens", "8", "--min-pixels", str(TINY_MIN_PIXELS), "--max-pixels",
+                   str(TINY_MAX_PIXELS), "--device", "cpu"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["n"] == 4 and len(E.read_records(out / "predictions.jsonl")) == 4
+
+
+def test_cli_refuses_adapter_without_model(tmp_path):
+    with pytest.raises(SystemExit):
+        E.main(["--data", "x", "--baseline", "oracle", "--adapter", "a", "--out", str(tmp_path)])
