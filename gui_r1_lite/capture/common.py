@@ -1,0 +1,340 @@
+"""Shared pieces of the capture tools: the step record every source produces, the two GUI-R1
+parquet schemas (training: normalised boxes; benchmark: pixel boxes), PNG encoding, history
+text, file checks, and the dependency errors that say which Debian package is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from gui_r1_lite.actions import ACTION_SPACES, NO_POINT, NO_TEXT, POINT_ACTIONS
+
+#: Exact column order of the training files (GUI-R1 train.parquet plus `platform`).
+TRAIN_COLUMNS: tuple[str, ...] = (
+    "image", "instruction", "history", "task_type", "gt_action", "gt_bbox", "gt_input_text", "id", "platform",
+)
+#: Exact column order of the benchmark files (GUI-R1 *_test.parquet plus `task_type`).
+TEST_COLUMNS: tuple[str, ...] = (
+    "image", "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group", "ui_type", "id", "task_type",
+)
+PLATFORMS: tuple[str, ...] = ("web", "mobile", "desktop", "miniwob")
+UI_TYPES: tuple[str, ...] = ("text", "icon")
+NO_BOX: tuple[float, float] = (float(NO_POINT[0]), float(NO_POINT[1]))
+
+CHROMIUM = "/usr/bin/chromium"
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+class CaptureDependencyError(RuntimeError):
+    """A program or package the capture needs is missing; the message says how to install it."""
+
+
+def require_executable(path_or_name: str, apt_package: str, what: str) -> str:
+    """Absolute path of an executable, or a `CaptureDependencyError` naming the apt package."""
+    found = path_or_name if os.path.isabs(path_or_name) and os.access(path_or_name, os.X_OK) else shutil.which(path_or_name)
+    if not found:
+        raise CaptureDependencyError(
+            f"{what} not found ({path_or_name}); install it with `apt-get install -y {apt_package}` "
+            f"(or run scripts/install_capture_deps.sh)"
+        )
+    return found
+
+
+def require_playwright() -> None:
+    """Raise a `CaptureDependencyError` unless Python Playwright and Debian's Chromium are present."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        raise CaptureDependencyError(
+            "Python package `playwright` is missing; install it with `pip install playwright` "
+            "(the browser itself comes from Debian: `apt-get install -y chromium`; do not run `playwright install`)"
+        ) from None
+    require_executable(CHROMIUM, "chromium", "Chromium")
+
+
+# --- the step record ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shot:
+    """One screenshot as stored: PNG bytes and their pixel size."""
+
+    png: bytes
+    width: int
+    height: int
+
+
+@dataclass
+class Step:
+    """One step of one task on one screenshot, in the stored image's pixels.
+
+    `box` is (x1, y1, x2, y2) in image pixels for point actions, None otherwise. `history` holds
+    the descriptions of the earlier steps of the same task ("click 'Search'", "type 'pizza'").
+    """
+
+    id: str
+    platform: str
+    split: str  # "train" or "test"
+    instruction: str
+    task_type: str  # "low" or "high"
+    action: str
+    shot: Shot
+    box: tuple[float, float, float, float] | None = None
+    input_text: str = NO_TEXT
+    ui_type: str = "text"
+    history: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.platform not in PLATFORMS:
+            raise ValueError(f"step {self.id}: platform {self.platform!r} not in {PLATFORMS}")
+        if self.split not in ("train", "test"):
+            raise ValueError(f"step {self.id}: split must be 'train' or 'test', got {self.split!r}")
+        if self.task_type not in ("low", "high"):
+            raise ValueError(f"step {self.id}: task_type must be 'low' or 'high', got {self.task_type!r}")
+        if self.action not in ACTION_SPACES["high"]:
+            raise ValueError(f"step {self.id}: action {self.action!r} not in {ACTION_SPACES['high']}")
+        if self.ui_type not in UI_TYPES:
+            raise ValueError(f"step {self.id}: ui_type {self.ui_type!r} not in {UI_TYPES}")
+        if self.action in POINT_ACTIONS:
+            if self.box is None:
+                raise ValueError(f"step {self.id}: a {self.action} step needs a box")
+            self.box = clip_box(self.box, self.shot.width, self.shot.height, what=f"step {self.id}")
+        elif self.box is not None:
+            raise ValueError(f"step {self.id}: a {self.action} step has no target box")
+        if self.action in ("type", "select") and self.input_text.strip().lower() in ("", NO_TEXT):
+            raise ValueError(f"step {self.id}: a {self.action} step needs an input text")
+        if self.action == "scroll" and self.input_text not in ("up", "down", "left", "right"):
+            raise ValueError(f"step {self.id}: scroll needs up/down/left/right, got {self.input_text!r}")
+
+
+def clip_box(box: Sequence[float], width: int, height: int, what: str = "box") -> tuple[float, float, float, float]:
+    """The part of `box` inside a `width` x `height` image, rounded to 1/100 px; raises when empty."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    c = (max(0.0, x1), max(0.0, y1), min(float(width), x2), min(float(height), y2))
+    c = tuple(round(v, 2) for v in c)
+    if not (c[2] > c[0] and c[3] > c[1]):
+        raise ValueError(f"{what}: box {list(box)} has no area inside the {width}x{height} image")
+    return c  # type: ignore[return-value]
+
+
+def box_center(box: Sequence[float]) -> tuple[float, float]:
+    return ((box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0)
+
+
+def history_text(steps: Sequence[str]) -> str:
+    """GUI-R1's history column: "None" when empty, else "Step 1: click 'Search'. Step 2: ..."."""
+    if not steps:
+        return "None"
+    return " ".join(f"Step {i}: {s.rstrip('.')}." for i, s in enumerate(steps, 1))
+
+
+def quote(text: str, limit: int = 60) -> str:
+    """`text` in single quotes for an instruction or history, shortened to `limit` characters."""
+    t = re.sub(r"\s+", " ", text).strip()
+    if len(t) > limit:
+        t = t[: limit - 1].rstrip() + "…"
+    return f"'{t}'"
+
+
+# --- images ------------------------------------------------------------------------------------
+
+
+def encode_png(image) -> Shot:
+    """A `Shot` from PNG bytes or a PIL image, re-saved as an optimised (lossless) PNG."""
+    from PIL import Image
+
+    raw = bytes(image) if isinstance(image, (bytes, bytearray)) else None
+    im = Image.open(io.BytesIO(raw)) if raw is not None else image
+    if im.mode not in ("RGB", "L", "P"):
+        im = im.convert("RGB")  # drop the alpha channel of an opaque screenshot
+    buf = io.BytesIO()
+    im.save(buf, format="PNG", optimize=True)
+    data = buf.getvalue()
+    if raw is not None and len(raw) < len(data) and Image.open(io.BytesIO(raw)).mode == im.mode:
+        data = raw  # the browser's own PNG is sometimes the smaller one
+    return Shot(data, im.width, im.height)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of PNG bytes."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return im.size
+
+
+# --- rows and files ----------------------------------------------------------------------------
+
+
+def _image_cell(step: Step) -> dict:
+    return {"bytes": step.shot.png, "path": re.sub(r"[^A-Za-z0-9._-]+", "_", step.id) + ".png"}
+
+
+def train_row(step: Step) -> dict:
+    """The training-schema row of a step (box normalised to [0, 1])."""
+    if step.box is None:
+        bbox = list(NO_BOX)
+    else:
+        w, h = step.shot.width, step.shot.height
+        bbox = [step.box[0] / w, step.box[1] / h, step.box[2] / w, step.box[3] / h]
+    return {
+        "image": _image_cell(step), "instruction": step.instruction, "history": history_text(step.history),
+        "task_type": step.task_type, "gt_action": step.action, "gt_bbox": [float(v) for v in bbox],
+        "gt_input_text": step.input_text, "id": step.id, "platform": step.platform,
+    }
+
+
+def benchmark_row(step: Step) -> dict:
+    """The benchmark-schema row of a step (box in pixels of the stored image)."""
+    bbox = list(NO_BOX) if step.box is None else list(step.box)
+    return {
+        "image": _image_cell(step), "instruction": step.instruction, "history": history_text(step.history),
+        "gt_action": step.action, "gt_bbox": [float(v) for v in bbox], "gt_input_text": step.input_text,
+        "group": step.platform, "ui_type": step.ui_type, "id": step.id, "task_type": step.task_type,
+    }
+
+
+def _arrow_schema(columns: Sequence[str]):
+    import pyarrow as pa
+
+    types = {
+        "image": pa.struct([("bytes", pa.binary()), ("path", pa.string())]),
+        "gt_bbox": pa.list_(pa.float64()),
+    }
+    return pa.schema([(c, types.get(c, pa.string())) for c in columns])
+
+
+def write_rows(rows: Sequence[dict], path: str | os.PathLike, columns: Sequence[str]) -> Path:
+    """Write rows to parquet with the exact column order and types. Identical screenshots are
+    stored once (parquet dictionary encoding), so several targets on one page cost one image."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    ids = [r["id"] for r in rows]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ValueError(f"{path}: duplicate ids {dupes[:5]}")
+    schema = _arrow_schema(columns)
+    table = pa.Table.from_pylist([{c: r[c] for c in columns} for r in rows], schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, compression="zstd", dictionary_pagesize_limit=256 << 20)
+    return path
+
+
+def read_rows(path: str | os.PathLike) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+def merge_group(path: str | os.PathLike, rows: Sequence[dict], group: str) -> Path:
+    """Replace the rows of one `group` in a benchmark file shared by several sources (the
+    realgui test file holds web, mobile and desktop rows), keeping the others."""
+    path = Path(path)
+    kept = [r for r in read_rows(path) if r["group"] != group] if path.exists() else []
+    order = {g: i for i, g in enumerate(PLATFORMS)}
+    merged = sorted(kept + list(rows), key=lambda r: (order.get(r["group"], 99), r["id"]))
+    return write_rows(merged, path, TEST_COLUMNS)
+
+
+def write_steps(steps: Iterable[Step], out_dir: str | os.PathLike, train_name: str,
+                test_name: str | None, group: str | None = None) -> dict[str, int]:
+    """Write a source's steps: train split to `out/train/<train_name>.parquet`, test split to
+    `out/test/<test_name>.parquet` (merged by `group` when given). Returns rows per file."""
+    out = Path(out_dir)
+    steps = list(steps)
+    train = [train_row(s) for s in steps if s.split == "train"]
+    test = [benchmark_row(s) for s in steps if s.split == "test"]
+    counts: dict[str, int] = {}
+    if train:
+        p = write_rows(train, out / "train" / f"{train_name}.parquet", TRAIN_COLUMNS)
+        counts[str(p)] = len(train)
+    if test and test_name:
+        p = out / "test" / f"{test_name}.parquet"
+        if group:
+            merge_group(p, test, group)
+        else:
+            write_rows(test, p, TEST_COLUMNS)
+        counts[str(p)] = len(test)
+    problems = [m for p in counts for m in check_file(p)]
+    if problems:
+        raise ValueError("written files fail their checks:\n" + "\n".join(problems[:20]))
+    return counts
+
+
+def check_file(path: str | os.PathLike) -> list[str]:
+    """Problems of one shipped parquet file (empty list when it is fine): exact columns and
+    types, unique ids, known actions, boxes inside their images with positive area (normalised
+    in train files, pixels in test files), no-target rows at [-100, -100], text on type rows."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    table = pq.read_table(path)
+    kind = "train" if path.parent.name == "train" else "test"
+    columns = TRAIN_COLUMNS if kind == "train" else TEST_COLUMNS
+    problems = []
+    if tuple(table.column_names) != columns:
+        return [f"{path}: columns {table.column_names}, expected {list(columns)}"]
+    if not table.schema.equals(_arrow_schema(columns)):
+        problems.append(f"{path}: schema {table.schema}, expected {_arrow_schema(columns)}")
+    seen: set[str] = set()
+    sizes: dict[bytes, tuple[int, int]] = {}
+    for i, r in enumerate(table.to_pylist()):
+        where = f"{path} row {i} ({r['id']})"
+        if r["id"] in seen:
+            problems.append(f"{where}: duplicate id")
+        seen.add(r["id"])
+        if r["gt_action"] not in ACTION_SPACES["high"]:
+            problems.append(f"{where}: gt_action {r['gt_action']!r} not in the high-level action space")
+        if r["task_type"] not in ("low", "high"):
+            problems.append(f"{where}: task_type {r['task_type']!r}")
+        if kind == "test" and (r["group"] not in PLATFORMS or r["ui_type"] not in UI_TYPES):
+            problems.append(f"{where}: group {r['group']!r} / ui_type {r['ui_type']!r}")
+        if kind == "train" and r["platform"] not in PLATFORMS:
+            problems.append(f"{where}: platform {r['platform']!r}")
+        if not r["instruction"] or not r["history"]:
+            problems.append(f"{where}: empty instruction or history")
+        data = r["image"]["bytes"]
+        if data not in sizes:
+            try:
+                sizes[data] = png_size(data)
+            except Exception as exc:  # noqa: BLE001
+                problems.append(f"{where}: image does not decode ({exc})")
+                continue
+        w, h = sizes[data]
+        box = r["gt_bbox"]
+        if r["gt_action"] in POINT_ACTIONS:
+            lim = (1.0, 1.0) if kind == "train" else (float(w), float(h))
+            if len(box) != 4 or not (0 <= box[0] < box[2] <= lim[0] and 0 <= box[1] < box[3] <= lim[1]):
+                problems.append(f"{where}: click box {box} not inside the {'unit square' if kind == 'train' else f'{w}x{h} image'}")
+        elif list(box) != list(NO_BOX):
+            problems.append(f"{where}: {r['gt_action']} row must have gt_bbox [-100.0, -100.0], got {box}")
+        if r["gt_action"] in ("type", "select", "scroll") and r["gt_input_text"] == NO_TEXT:
+            problems.append(f"{where}: {r['gt_action']} row without input text")
+        if r["gt_action"] not in ("type", "select", "scroll") and r["gt_input_text"] != NO_TEXT:
+            problems.append(f"{where}: {r['gt_action']} row has input text {r['gt_input_text']!r}")
+    return problems
+
+
+def draw_box(png: bytes, box: Sequence[float] | None, label: str = ""):
+    """A PIL image of `png` with `box` (pixels) outlined in red and its centre marked: for
+    checking by eye that a captured box sits on its element."""
+    from PIL import Image, ImageDraw
+
+    im = Image.open(io.BytesIO(png)).convert("RGB")
+    d = ImageDraw.Draw(im)
+    if box is not None and len(box) == 4:
+        w = max(1, round(im.width / 400))
+        d.rectangle([box[0], box[1], box[2] - 1, box[3] - 1], outline=(255, 0, 0), width=w)
+        cx, cy = box_center(box)
+        d.ellipse([cx - 2 * w, cy - 2 * w, cx + 2 * w, cy + 2 * w], fill=(255, 0, 0))
+    if label:
+        d.text((4, im.height - 14), label[:80], fill=(255, 0, 0))
+    return im

@@ -1,0 +1,276 @@
+"""MiniWoB++ episodes (task pages of the PyPI package `miniwob`) rendered in headless Chromium:
+one screenshot of the 160x210 task area per step, the instruction from the page's own query,
+the target box from the task's DOM, and the step actually performed so the page's own reward
+checks every episode (a box that misses shows up as a reward below 1).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from .common import CaptureDependencyError, Step, box_center, quote
+
+# Task-area clip: the page's #wrap element (160 x 210 CSS px). DPR 1 keeps images tiny.
+DPR = 1
+TRAIN_SEEDS = range(0, 30)
+TEST_SEEDS = range(1000, 1015)
+
+
+@dataclass(frozen=True)
+class MStep:
+    """One step of a task: a click on the element the JS expression `target` returns, or typing
+    the text the JS expression `text` returns. `describe` is the history line ({name} = the
+    target's visible text); `ui_type` overrides the visible-text test (e.g. an icon-only button)."""
+
+    action: str
+    target: str = ""
+    text: str = ""
+    describe: str = "click {name}"
+    ui_type: str | None = None
+
+
+_QUOTED = "core.getUtterance().match(/\"(.*?)\"/)[1]"
+
+
+def _find(selector: str, pred: str = "true") -> str:
+    """JS: the first element in document order matching `selector` for which `pred` (over `e`) holds."""
+    return f"Array.from(document.querySelectorAll({selector!r})).find(e => {pred})"
+
+
+TASKS: dict[str, tuple[MStep, ...]] = {
+    "click-button": (MStep("click", _find("#area button", f"e.innerHTML === {_QUOTED}")),),
+    "click-link": (MStep("click", _find("#area .alink", f"e.innerHTML === {_QUOTED}")),),
+    "click-tab": (MStep("click", "document.querySelector('#area ul a[href=\"#tabs-' + "
+                                 "core.getUtterance().match(/Tab #(\\d)/)[1] + '\"]')"),),
+    "click-test": (MStep("click", "document.getElementById('subbtn')"),),
+    "click-test-2": (MStep("click", "document.getElementById('subbtn')"),),
+    "focus-text": (MStep("click", "document.getElementById('tt')", describe="click the text field"),),
+    "click-color": (MStep("click", _find("#area .color", "e.getAttribute('data-color') === "
+                                         "core.getUtterance().match(/the (\\S+) colored/)[1]"),
+                          describe="click the colored box", ui_type="icon"),),
+    "click-dialog": (MStep("click", "document.querySelector('.ui-dialog-titlebar-close')",
+                           describe="click the close button", ui_type="icon"),),
+    "click-dialog-2": (MStep("click", f"({_QUOTED} === 'x') ? document.querySelector('.ui-dialog-titlebar-close') : "
+                                      + _find(".ui-dialog-buttonpane button", f"e.textContent === {_QUOTED}")),),
+    # multi-step episodes (task_type "high", with history)
+    "click-option": (
+        MStep("click", _find("#boxes label", "e.textContent === core.getUtterance().match(/^Select (.*) and click Submit/)[1]")),
+        MStep("click", "document.getElementById('subbtn')"),
+    ),
+    "click-button-sequence": (
+        MStep("click", "document.getElementById('subbtn')"),
+        MStep("click", "document.getElementById('subbtn2')"),
+    ),
+    "click-collapsible": (
+        MStep("click", "document.querySelector('#area h3')"),
+        MStep("click", "document.getElementById('subbtn')"),
+    ),
+    "enter-text": (
+        MStep("click", "document.getElementById('tt')", describe="click the text field"),
+        MStep("type", text="document.querySelector('#query .bold').textContent"),
+        MStep("click", "document.getElementById('subbtn')"),
+    ),
+    "login-user": (
+        MStep("click", "document.getElementById('username')", describe="click the username field"),
+        MStep("type", text="core.getUtterance().match(/username \"(.*?)\"/)[1]"),
+        MStep("click", "document.getElementById('password')", describe="click the password field"),
+        MStep("type", text="core.getUtterance().match(/password \"(.*?)\"/)[1]"),
+        MStep("click", "document.getElementById('subbtn')"),
+    ),
+}
+
+# Box of an element relative to the task area, in CSS px: the largest of its client boxes (a
+# link broken over two lines has two), cut to the area; plus its visible text.
+_BOX_JS = """(el) => {
+  const wrap = document.getElementById('wrap').getBoundingClientRect();
+  let best = null;
+  for (const r of el.getClientRects()) {
+    if (!best || r.width * r.height > best.width * best.height) best = r;
+  }
+  if (!best) return null;
+  // covered when another element (e.g. an overlapping button) is on top at the centre or at
+  // the quarter points: a click there would not reach the target
+  const covered = [[0.5, 0.5], [0.25, 0.25], [0.75, 0.25], [0.25, 0.75], [0.75, 0.75]].some(([fx, fy]) => {
+    const hit = document.elementFromPoint(best.left + fx * best.width, best.top + fy * best.height);
+    return !(hit && (hit === el || el.contains(hit)));
+  });
+  const tag = el.tagName.toLowerCase();
+  let text = (tag === 'input' || tag === 'textarea') ? (el.value || el.placeholder || '') : el.innerText;
+  return {x1: best.left - wrap.left, y1: best.top - wrap.top, x2: best.right - wrap.left,
+          y2: best.bottom - wrap.top, text: (text || '').replace(/\\s+/g, ' ').trim(), covered,
+          wx: wrap.left, wy: wrap.top, ww: wrap.width, wh: wrap.height};
+}"""
+
+
+def html_dir() -> Path:
+    """Folder of the MiniWoB++ task pages inside the installed `miniwob` package."""
+    try:
+        import miniwob
+    except ImportError:
+        raise CaptureDependencyError("Python package `miniwob` is missing; install it with `pip install miniwob`") from None
+    path = Path(os.path.dirname(miniwob.__file__)) / "html" / "miniwob"
+    if not path.is_dir():
+        raise CaptureDependencyError(f"`miniwob` is installed but has no task pages at {path}")
+    return path
+
+
+def miniwob_version() -> str:
+    from importlib.metadata import version
+
+    return version("miniwob")
+
+
+@dataclass
+class EpisodeResult:
+    task: str
+    seed: int
+    steps: list[Step] = field(default_factory=list)
+    raw_reward: float | None = None
+    done: bool = False
+    skipped: str | None = None
+
+
+def _step_id(task: str, seed: int, k: int) -> str:
+    return f"miniwob/{task}/seed{seed}/step{k}"
+
+
+def seed_of(step_id: str) -> int:
+    """The seed stored in a MiniWoB step id ("miniwob/<task>/seed<N>/step<k>")."""
+    m = re.search(r"/seed(\d+)/", step_id)
+    if not m:
+        raise ValueError(f"not a MiniWoB step id: {step_id!r}")
+    return int(m.group(1))
+
+
+def run_episode(page, task: str, seed: int, split: str, act: bool = True) -> EpisodeResult:
+    """Start episode `seed` of `task`, capture every step and (with `act`) perform it, then read
+    the page's raw reward (WOB_RAW_REWARD_GLOBAL: 1.0 = solved)."""
+    from .browser import screenshot
+
+    spec = TASKS[task]
+    result = EpisodeResult(task, seed)
+    page.goto((html_dir() / f"{task}.html").as_uri())
+    page.wait_for_selector("#sync-task-cover", state="attached")
+    # jQuery UI widgets (accordion, tabs) animate; switch jQuery's effects off so each screenshot
+    # shows the settled state. The seed is set the way the `miniwob` package's own env does.
+    page.evaluate("() => { if (window.jQuery) { jQuery.fx.off = true; } }")
+    page.evaluate(f"Math.seedrandom({seed!r})")
+    page.evaluate("core.startEpisodeReal()")
+    page.wait_for_function("() => window.WOB_TASK_READY !== false")
+    instruction = page.evaluate("core.getUtterance()")
+    history: list[str] = []
+    multi = len(spec) > 1
+    pending: list[Step] = []
+    for k, ms in enumerate(spec):
+        shot = screenshot(page, clip=_wrap_clip(page))
+        sid = _step_id(task, seed, k)
+        common = dict(id=sid, platform="miniwob", split=split, instruction=instruction,
+                      task_type="high" if multi else "low", shot=shot, history=list(history))
+        if ms.action == "type":
+            text = page.evaluate(f"() => {ms.text}")
+            pending.append(Step(action="type", input_text=text, ui_type="text", **common))
+            history.append(f"type {quote(text)}")
+            if act:
+                page.keyboard.type(text)
+            continue
+        handle = page.evaluate_handle(f"() => {ms.target}")
+        el = handle.as_element()
+        if el is None:
+            result.skipped = f"step {k}: target not found"
+            return result
+        b = el.evaluate(_BOX_JS)
+        if b is None:
+            result.skipped = f"step {k}: target has no box"
+            return result
+        if b["covered"]:
+            result.skipped = f"step {k}: target partly covered by another element"
+            return result
+        box_css = (b["x1"], b["y1"], b["x2"], b["y2"])
+        cx, cy = box_center(box_css)
+        if not (0 < cx < b["ww"] and 0 < cy < b["wh"]):
+            # the target lies outside the task area (the page would need scrolling): not a one-click step
+            result.skipped = f"step {k}: target centre outside the task area"
+            return result
+        box_px = tuple(v * DPR for v in box_css)
+        ui_type = ms.ui_type or ("text" if any(ch.isalnum() for ch in b["text"]) else "icon")
+        try:
+            step = Step(action="click", box=box_px, ui_type=ui_type, **common)
+        except ValueError as exc:
+            result.skipped = f"step {k}: {exc}"
+            return result
+        pending.append(step)
+        name = quote(b["text"]) if b["text"] else "the element"
+        history.append(ms.describe.format(name=name))
+        if act:
+            page.mouse.click(b["wx"] + cx, b["wy"] + cy)
+    result.steps = pending
+    if act:
+        state = page.evaluate("() => ({done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL})")
+        result.done, result.raw_reward = bool(state["done"]), float(state["raw"])
+    return result
+
+
+def _wrap_clip(page) -> dict:
+    r = page.evaluate("() => { const r = document.getElementById('wrap').getBoundingClientRect();"
+                      " return {x: r.left, y: r.top, width: r.width, height: r.height}; }")
+    return r
+
+
+def capture(tasks: Sequence[str] | None = None, train_seeds: Iterable[int] = TRAIN_SEEDS,
+            test_seeds: Iterable[int] = TEST_SEEDS, act: bool = True, progress=None) -> tuple[list[Step], dict]:
+    """All steps of `tasks` (default: every task in TASKS) for the training and held-out seeds,
+    and a report: episodes, skipped episodes, and the page's raw reward per task."""
+    from .browser import chromium
+
+    tasks = list(tasks or TASKS)
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise ValueError(f"unknown MiniWoB tasks {unknown}; known: {sorted(TASKS)}")
+    train_seeds, test_seeds = list(train_seeds), list(test_seeds)
+    overlap = sorted(set(train_seeds) & set(test_seeds))
+    if overlap:
+        raise ValueError(f"training and held-out seeds overlap: {overlap[:10]}")
+    html_dir()
+    steps: list[Step] = []
+    report: dict = {"miniwob": miniwob_version(), "tasks": {}}
+    with chromium() as browser:
+        ctx = browser.new_context(viewport={"width": 400, "height": 300}, device_scale_factor=DPR,
+                                  locale="en-US", timezone_id="UTC", reduced_motion="reduce")
+        page = ctx.new_page()
+        for task in tasks:
+            rep = {"episodes": 0, "skipped": [], "rewards": {}}
+            for split, seeds in (("train", train_seeds), ("test", test_seeds)):
+                for seed in seeds:
+                    res = run_episode(page, task, seed, split, act=act)
+                    rep["episodes"] += 1
+                    if res.skipped:
+                        rep["skipped"].append(f"seed{seed}: {res.skipped}")
+                        continue
+                    steps.extend(res.steps)
+                    if act:
+                        key = f"{res.raw_reward:g}" if res.done else "not done"
+                        rep["rewards"][key] = rep["rewards"].get(key, 0) + 1
+                    if progress:
+                        progress(task, seed, res)
+            report["tasks"][task] = rep
+    return steps, report
+
+
+def write(out_dir: str | os.PathLike, tasks: Sequence[str] | None = None,
+          train_seeds: Iterable[int] = TRAIN_SEEDS, test_seeds: Iterable[int] = TEST_SEEDS) -> dict:
+    """Capture and write `out/train/miniwob_train.parquet` and `out/test/miniwob_test.parquet`."""
+    from .common import write_steps
+
+    steps, report = capture(tasks, train_seeds, test_seeds)
+    bad = {t: r["rewards"] for t, r in report["tasks"].items() if set(r["rewards"]) - {"1"}}
+    if bad:
+        raise RuntimeError(f"performing the ground-truth steps did not solve every episode: {bad}")
+    report["files"] = write_steps(steps, out_dir, "miniwob_train", "miniwob_test")
+    return report
+
+
+__all__ = ["TASKS", "MStep", "capture", "write", "run_episode", "seed_of", "html_dir"]
