@@ -93,6 +93,28 @@ def balance(samples: Sequence[Sample], per_group: int | dict[tuple[str, ...], in
     return kept, FilterReport("balance", len(samples), len(kept), dropped, params)
 
 
+def model_sampler(policy, temperature: float = 1.0, max_new_tokens: int = 64, seed: int = 0,
+                  top_p: float = 1.0) -> SamplingPolicy:
+    """A `SamplingPolicy` from a loaded model policy (`modeling.load_policy`): k answers per row
+    drawn at `temperature`, as GRPO draws its groups. Seeded once, so a run is reproducible."""
+    import torch
+
+    from .evaluate import ModelCompleter
+
+    torch.manual_seed(seed)
+    completers: dict[int, ModelCompleter] = {}
+
+    def sample(rows: list[dict], k: int) -> list[list[str]]:
+        if k not in completers:
+            completers[k] = ModelCompleter(policy, "sampler", do_sample=True, temperature=temperature,
+                                           top_p=top_p, num_return_sequences=k)
+        flat = completers[k].generate([r["prompt"] for r in rows], [r["image"] for r in rows],
+                                      [r["image"].size for r in rows], [r["id"] for r in rows], max_new_tokens)
+        return [flat[i * k:(i + 1) * k] for i in range(len(rows))]
+
+    return sample
+
+
 def success_rates(samples: Sequence[Sample], policy: SamplingPolicy, k: int = 5, compat: Compat = "official",
                   min_pixels: int = GUI_R1_MIN_PIXELS, max_pixels: int = GUI_R1_MAX_PIXELS,
                   batch_size: int = 8) -> list[float]:

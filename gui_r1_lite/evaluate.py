@@ -117,46 +117,61 @@ def processor_pixels(processor) -> tuple[int | None, int | None]:
 
 
 class ModelCompleter:
-    """Greedy batched generation with a loaded policy (`modeling.Policy` or anything with
-    `.model`, `.processor` and `.device`)."""
+    """Batched generation with a loaded policy (`modeling.Policy` or anything with `.model`,
+    `.processor` and `.device`): greedy by default (evaluation); `do_sample=True` with a
+    temperature draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO
+    samples its groups)."""
 
-    def __init__(self, policy, name: str | None = None):
+    def __init__(self, policy, name: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
+                 top_p: float = 1.0, num_return_sequences: int = 1):
+        if num_return_sequences < 1:
+            raise ValueError(f"num_return_sequences must be at least 1, got {num_return_sequences}")
+        if num_return_sequences > 1 and not do_sample:
+            raise ValueError("num_return_sequences > 1 needs do_sample=True (greedy answers are all the same)")
         self.policy = policy
         self.name = name or str(getattr(policy, "source", "") or "model")
+        self.do_sample, self.temperature, self.top_p = do_sample, temperature, top_p
+        self.num_return_sequences = num_return_sequences
         self._generation_config = None
 
     def _config(self, max_new_tokens: int):
         if self._generation_config is None:
             config = copy.deepcopy(self.policy.model.generation_config)
-            config.do_sample = False
+            config.do_sample = self.do_sample
             for k in ("temperature", "top_p", "top_k"):
                 if hasattr(config, k):
                     setattr(config, k, None)
+            if self.do_sample:
+                config.temperature, config.top_p = self.temperature, self.top_p
+            config.num_return_sequences = self.num_return_sequences
             self._generation_config = config
         self._generation_config.max_new_tokens = max_new_tokens
         return self._generation_config
 
-    def complete(self, rows, images, keys, max_new_tokens):
+    def generate(self, messages: Sequence[list], images: Sequence[Any], model_sizes: Sequence[tuple[int, int]],
+                 ids: Sequence[str], max_new_tokens: int) -> list[str]:
+        """Completions for chat `messages` with their model-frame `images`; `num_return_sequences`
+        consecutive completions per prompt. Checks the processor sees each image at `model_sizes`
+        (else predicted points would be read in the wrong frame)."""
         import torch
 
         processor = self.policy.processor
         tokenizer = processor.tokenizer
         side, tokenizer.padding_side = tokenizer.padding_side, "left"  # generation continues at the right
         try:
-            texts = [processor.apply_chat_template(r.messages, add_generation_prompt=True, tokenize=False)
-                     for r in rows]
+            texts = [processor.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
             inputs = processor(text=texts, images=list(images), padding=True, return_tensors="pt")
         finally:
             tokenizer.padding_side = side
         grid = inputs.get("image_grid_thw")
         if grid is not None:
             patch = getattr(processor.image_processor, "patch_size", 14)
-            for row, (_, gh, gw) in zip(rows, grid.tolist()):
+            for rid, size, (_, gh, gw) in zip(ids, model_sizes, grid.tolist()):
                 seen = (int(gw) * patch, int(gh) * patch)
-                if seen != tuple(row.model_size):
+                if seen != tuple(size):
                     raise ValueError(
-                        f"row {row.sample.id}: the processor resized the image to {seen}, but the rows were made for "
-                        f"{tuple(row.model_size)}; pass the processor's min_pixels/max_pixels "
+                        f"row {rid}: the processor resized the image to {seen}, but the rows were made for "
+                        f"{tuple(size)}; pass the processor's min_pixels/max_pixels "
                         f"{processor_pixels(processor)} to to_eval_rows / evaluate")
         model = self.policy.model
         inputs = inputs.to(self.policy.device)
@@ -164,6 +179,10 @@ class ModelCompleter:
             out = model.generate(**inputs, generation_config=self._config(max_new_tokens))
         new = out[:, inputs["input_ids"].shape[1]:]
         return processor.batch_decode(new, skip_special_tokens=True)
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        return self.generate([r.messages for r in rows], images, [r.model_size for r in rows],
+                             [r.sample.id for r in rows], max_new_tokens)
 
 
 def as_completer(policy, seed: int = 0) -> Completer:

@@ -4,6 +4,7 @@ data, sizes). Nothing else does: the same code paths serve both."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -16,9 +17,23 @@ class Profile:
     min_pixels: int
     max_pixels: int
     description: str
+    # curation (notebook 01): answers sampled per row, the success-rate band kept, rows per
+    # (platform, action) group at most
+    difficulty_k: int = 5
+    difficulty_band: tuple[float, float] = (0.1, 0.9)
+    balance_per_group: int = 1000
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def data_source(self, which: str, data_dir: str | None = None) -> str:
+        """The profile's `train` or `eval` data; paths under `data_samples/` are taken from
+        `data_dir` instead when given (notebooks run from their own folder)."""
+        source = {"train": self.train_data, "eval": self.eval_data}[which]
+        prefix = "data_samples/"
+        if data_dir and source.startswith(prefix):
+            return str(Path(data_dir) / source[len(prefix):])
+        return source
 
 
 PROFILES: dict[str, Profile] = {
@@ -26,12 +41,16 @@ PROFILES: dict[str, Profile] = {
         name="cpu-mini", model="tiny", quantization=None,
         train_data="data_samples/train", eval_data="data_samples/test",
         min_pixels=28 * 28 * 16, max_pixels=28 * 28 * 64,
-        description="tiny Qwen2.5-VL built locally, shipped samples; any CPU, minutes"),
+        description="tiny Qwen2.5-VL built locally, shipped samples; any CPU, minutes",
+        # A random-weight model solves nothing (every rate is 0), so a (0.1, 0.9) band would drop
+        # every row; cpu-mini records the rates and keeps them all.
+        difficulty_k=4, difficulty_band=(0.0, 1.0), balance_per_group=600),
     "gpu-3b": Profile(
         name="gpu-3b", model="Qwen/Qwen2.5-VL-3B-Instruct", quantization="4bit",
         train_data="ritzzai/GUI-R1", eval_data="ritzzai/GUI-R1",
         min_pixels=262_144, max_pixels=1_258_291,
-        description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU"),
+        description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
+        difficulty_k=5, difficulty_band=(0.1, 0.9), balance_per_group=1000),
 }
 
 

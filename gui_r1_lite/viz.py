@@ -373,3 +373,37 @@ class PredictionBrowser:
 def browse(records: Sequence[dict], images, max_side: int = 520):
     """The ipywidgets widget of a `PredictionBrowser` over `records` (display it in a notebook)."""
     return PredictionBrowser(records, images, max_side).widget
+
+
+def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "gt_action"),
+                 rates: Sequence[float] | None = None) -> plt.Figure:
+    """Rows per group (`by` fields of each sample) at each curation stage as grouped bars, and,
+    when `rates` are given, the histogram of difficulty success rates beside them."""
+    from collections import Counter
+
+    counts = {name: Counter("/".join(str(getattr(s, f) or "unknown") for f in by) for s in samples)
+              for name, samples in stages.items()}
+    groups = sorted(set().union(*counts.values())) or ["(none)"]
+    panels = 2 if rates is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(max(6.0, 0.9 * len(groups) + 2) + 4 * (panels - 1), 3.6),
+                             squeeze=False, gridspec_kw={"width_ratios": [3, 1][:panels]})
+    ax = axes[0, 0]
+    width = 0.8 / max(1, len(counts))
+    for i, (name, c) in enumerate(counts.items()):
+        xs = [g + i * width for g in range(len(groups))]
+        ax.bar(xs, [c.get(g, 0) for g in groups], width, label=f"{name} ({sum(c.values())})")
+    ax.set_xticks([g + width * (len(counts) - 1) / 2 for g in range(len(groups))], groups, rotation=30, ha="right")
+    ax.set_ylabel("rows")
+    sizes = [v for c in counts.values() for v in c.values() if v]
+    if sizes and max(sizes) > 20 * min(sizes):
+        ax.set_yscale("log")  # a big group must not flatten the small ones
+    ax.set_title("rows per " + " / ".join(by))
+    ax.legend(fontsize=8)
+    if rates is not None:
+        ax = axes[0, 1]
+        ax.hist(list(rates), bins=[i / 10 for i in range(11)], color="0.4", edgecolor="white")
+        ax.set_xlabel("success rate")
+        ax.set_ylabel("rows")
+        ax.set_title("difficulty")
+    fig.tight_layout()
+    return fig

@@ -85,3 +85,29 @@ def test_curate_chains_filters_and_writes_a_loadable_file(tmp_path):
     back = D.load_gui_r1(out, strict=True)
     assert [s.extras["success_rate"] for s in back] == [1.0, 1.0]
     assert res.to_dict()["rows"] == 2 and "deduplicate: kept 2/3" in res.summary()
+
+
+def test_model_sampler_draws_k_answers_per_row_reproducibly(tiny_model_dir):
+    from gui_r1_lite.evaluate import ModelCompleter
+    from gui_r1_lite.modeling import load_policy
+
+    policy = load_policy(tiny_model_dir, lora=None, min_pixels=3136, max_pixels=50176, device="cpu")
+    rows = [sample(i) for i in range(3)]
+
+    def rates(seed):
+        outs = []
+
+        def spy(train_rows, k):
+            got = C.model_sampler(policy, max_new_tokens=6, seed=seed)(train_rows, k)
+            outs.append(got)
+            return got
+
+        kept, rep = C.difficulty(rows, spy, k=3, band=(0.0, 1.0), min_pixels=3136, max_pixels=50176)
+        return outs, [s.extras["success_rate"] for s in kept]
+
+    outs, got = rates(7)
+    assert [len(o) for o in outs[0]] == [3, 3, 3] and got == [0.0, 0.0, 0.0]  # random weights solve nothing
+    assert len({a for o in outs[0] for a in o}) > 3  # sampled, not greedy: answers differ
+    assert rates(7)[0] == outs  # same seed, same answers
+    with pytest.raises(ValueError, match="do_sample"):
+        ModelCompleter(policy, num_return_sequences=2)

@@ -57,3 +57,19 @@ def test_pipeline_names_the_failing_notebook_and_cell(tmp_path, capsys):
     assert (tmp_path / "run" / "notebooks" / "02_bad.ipynb").exists()
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert "01_ok" in summary["seconds"] and "02_bad" not in summary["seconds"]
+
+
+def test_01_data_curation(tmp_path):
+    out = tmp_path / "01"
+    pipeline.run_notebook(ROOT / "notebooks" / "01_data_curation.ipynb", tmp_path / "01.ipynb",
+                          {**params(out), "difficulty_rows": 24, "max_new_tokens": 8})
+    result = json.loads((out / "result.json").read_text())
+    assert [s["name"] for s in result["steps"]] == ["validity", "deduplicate", "balance", "difficulty"]
+    assert result["validation"]["rows_read"] == 815 and result["validation"]["rows_skipped"] == 0
+    assert result["steps"][-1]["rows_in"] == 24 and result["rows"] == result["steps"][-1]["kept"]
+    from gui_r1_lite.data import load_gui_r1
+
+    curated = load_gui_r1(result["curated"], strict=True)
+    assert len(curated) == result["rows"] and all("success_rate" in s.extras for s in curated)
+    for name in ("raw_samples.png", "distribution.png"):
+        assert (out / name).stat().st_size > 10_000

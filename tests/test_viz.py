@@ -103,3 +103,14 @@ def test_browser_filters_and_steps(evaluated):
     b.outcome.value = "all"
     assert "thinking:" in b.info.value and "random" in b.info.value
     assert viz.browse(oracle, samples) is not None
+
+
+def test_stage_counts_draws_every_stage_and_the_rate_histogram():
+    from types import SimpleNamespace
+
+    rows = [SimpleNamespace(platform=p, gt_action=a) for p, a in [("web", "click")] * 30 + [("mobile", "type")]]
+    fig = viz.stage_counts({"loaded": rows, "kept": rows[:5]}, rates=[0.0, 0.5, 1.0])
+    bars, hist = fig.axes
+    assert [t.get_text() for t in bars.get_xticklabels()] == ["mobile/type", "web/click"]
+    assert sorted(p.get_height() for p in bars.patches) == [0, 1, 5, 30]
+    assert bars.get_yscale() == "log" and sum(p.get_height() for p in hist.patches) == 3
