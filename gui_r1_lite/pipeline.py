@@ -52,6 +52,32 @@ def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3
     return time.perf_counter() - t0
 
 
+#: What each notebook's result.json contributes to the top of summary.json.
+HEADLINES = {
+    "curation": ("01_data_curation", ("rows", "validation", "steps", "curated")),
+    "training": ("04_grpo_training", ("start", "end", "adapter_dir", "base_model", "global_step")),
+    "miniature": ("04_grpo_training", ("miniature",)),
+    "evaluation": ("05_evaluation", ("policies",)),
+}
+
+
+def headline(results: dict) -> dict:
+    """The curated-data report, training metrics at start and end, the miniature experiment and
+    the evaluation metrics of every policy, lifted from the notebooks' results."""
+    out = {}
+    for key, (stem, fields) in HEADLINES.items():
+        res = results.get(stem)
+        if not res:
+            continue
+        picked = {f: res[f] for f in fields if f in res}
+        if len(fields) == 1:
+            if fields[0] in picked:
+                out[key] = picked[fields[0]]
+        elif picked:
+            out[key] = picked
+    return out
+
+
 def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start: int | None = None,
                  notebooks_dir: Path = NOTEBOOKS, data_dir: Path | None = None,
                  extra_parameters: dict | None = None) -> dict:
@@ -78,6 +104,7 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
         result = out_dir / "result.json"
         if result.exists():
             summary["results"][src.stem] = json.loads(result.read_text())
+            summary.update(headline(summary["results"]))
         summary_path.parent.mkdir(parents=True, exist_ok=True)
         summary_path.write_text(json.dumps(summary, indent=2))  # after every notebook: a crash loses nothing
         print(f"[pipeline] {src.name} done in {seconds:.1f} s", flush=True)

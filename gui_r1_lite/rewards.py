@@ -253,3 +253,21 @@ def build_rewards(weights: dict[str, float], compat: Compat = "official") -> tup
         raise ValueError("at least one reward is needed, e.g. {'gui_r1': 1.0}")
     funcs = [make_reward(name, compat) for name in weights]
     return funcs, [float(w) for w in weights.values()]
+
+
+def group_advantages(rewards: Sequence[float], group_size: int, scale: bool = True) -> list[float]:
+    """GRPO's advantages for consecutive groups of `group_size` completions of one prompt: each
+    reward minus its group's mean, divided by the group's (unbiased) std + 1e-4 when `scale`
+    (TRL's `scale_rewards="group"`, its default). A group whose rewards are all equal gets zeros:
+    its prompt contributes no policy gradient, only the KL term. Shown in notebook 04; training
+    itself uses TRL's own computation."""
+    if group_size < 2 or len(rewards) % group_size:
+        raise ValueError(f"need groups of at least 2 and len(rewards) divisible by group_size, "
+                         f"got {len(rewards)} rewards and group_size {group_size}")
+    out: list[float] = []
+    for start in range(0, len(rewards), group_size):
+        group = [float(r) for r in rewards[start:start + group_size]]
+        mean = sum(group) / group_size
+        std = math.sqrt(sum((r - mean) ** 2 for r in group) / (group_size - 1))
+        out += [(r - mean) / (std + 1e-4) if scale else r - mean for r in group]
+    return out

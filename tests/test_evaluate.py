@@ -88,13 +88,19 @@ def test_oracle_is_perfect_on_a_tmp_parquet(bench_dir, tmp_path, bounds):
     assert s["action"]["grounding"] == 1.0 and s["action"]["step_success"] == 1.0
 
 
-@pytest.mark.parametrize("path", SAMPLE_TESTS or [None], ids=[p.name for p in SAMPLE_TESTS] or ["none"])
-def test_oracle_is_perfect_on_every_sample_file(path, tmp_path):
-    if path is None:
-        pytest.skip("data_samples/test has no parquet files yet")
-    s = E.evaluate(path, "oracle", tmp_path / "o", progress=False, **MINI)
+@pytest.mark.parametrize("bounds", [MINI, {}], ids=["cpu-mini-frame", "gui-r1-frame"])
+@pytest.mark.parametrize("path", SAMPLE_TESTS, ids=[p.name for p in SAMPLE_TESTS])
+def test_oracle_is_perfect_and_random_far_lower_on_every_sample_file(path, bounds, tmp_path):
+    s = E.evaluate(path, "oracle", tmp_path / "o", progress=False, **bounds)
     _check_perfect(s)
     assert s["n"] == len(load_gui_r1(path))
+    r = E.evaluate(path, "random", tmp_path / "r", progress=False, **bounds)
+    assert r["n"] == s["n"] and r["parse_failures"] == 0
+    assert r["grounding"]["overall"] <= 0.1 and r["action"]["strict_step_success"] <= 0.1
+
+
+def test_every_sample_file_is_checked():
+    assert {p.name for p in SAMPLE_TESTS} == {"miniwob_test.parquet", "realgui_test.parquet"}
 
 
 def test_random_is_far_lower_and_seeded(bench_dir, tmp_path):

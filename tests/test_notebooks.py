@@ -73,3 +73,18 @@ def test_01_data_curation(tmp_path):
     assert len(curated) == result["rows"] and all("success_rate" in s.extras for s in curated)
     for name in ("raw_samples.png", "distribution.png"):
         assert (out / name).stat().st_size > 10_000
+
+
+def test_every_notebook_installs_itself_on_colab_and_has_a_readme_badge():
+    import tomllib
+
+    repo = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    assert (ROOT / "scripts" / "colab_setup.sh").exists()
+    readme = (ROOT / "README.md").read_text()
+    slug = repo.removeprefix("https://github.com/")
+    for nb_path in pipeline.notebook_paths():
+        cell = nbformat.read(nb_path, as_version=4).cells[1].source
+        assert "google.colab" in cell and f"git clone -q --depth 1 {repo} " in cell
+        assert "scripts/colab_setup.sh" in cell
+        badge = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/{nb_path.name}"
+        assert badge in readme, f"README.md lacks the Colab badge of {nb_path.name}"

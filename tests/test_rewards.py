@@ -254,3 +254,21 @@ def test_no_eval_anywhere_in_the_package():
     for f in pkg.rglob("*.py"):
         src = f.read_text()
         assert not re.search(r"(^|[^_.\w])(eval|exec)\(", src), f"{f} calls eval/exec"
+
+
+def test_group_advantages_match_trl_and_vanish_on_equal_groups():
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from gui_r1_lite.rewards import group_advantages
+
+    rewards = [1.0, 0.0, 0.0, 1.0, 0.0, 2.0, 2.0, 2.0, 2.0, 2.0]
+    adv = group_advantages(rewards, 5)
+    t = torch.tensor(rewards).view(-1, 5)
+    expected = ((t - t.mean(1, keepdim=True)) / (nanstd(t, dim=1).unsqueeze(1) + 1e-4)).flatten().tolist()
+    assert adv == pytest.approx(expected, abs=1e-6)
+    assert adv[5:] == [0.0] * 5  # all-equal group: nothing to learn
+    assert adv[0] == pytest.approx(0.6 / (0.5477226 + 1e-4), rel=1e-5)  # mean 0.4, std sqrt(0.3)
+    assert group_advantages([1, 0], 2, scale=False) == [0.5, -0.5]
+    with pytest.raises(ValueError, match="divisible"):
+        group_advantages([1, 0, 1], 2)
