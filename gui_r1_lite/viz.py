@@ -407,3 +407,68 @@ def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "
         ax.set_title("difficulty")
     fig.tight_layout()
     return fig
+
+
+class LiveCurves:
+    """Training curves redrawn while a run trains: pass `callback()` to `train.train(cfg,
+    callbacks=[...])` (or anything that takes TrainerCallbacks). On each log, at most every
+    `every` seconds and once more at the end, it reads `<output_dir>/metrics.jsonl` (the main
+    process writes it first) and replaces the figure shown in the notebook; without IPython it
+    only keeps the latest figure in `self.figure` (and saves it to `save_to` when given)."""
+
+    def __init__(self, keys: Sequence[str] | None = None, every: float = 5.0, smooth: int = 0,
+                 save_to: str | None = None):
+        self.keys, self.every, self.smooth, self.save_to = keys, every, smooth, save_to
+        self.figure = None
+        self.draws = 0
+        self._last = float("-inf")
+        self._handle = None
+
+    def draw(self, metrics_path) -> None:
+        import time
+        from pathlib import Path
+
+        if not Path(metrics_path).exists():
+            return
+        fig = training_curves(metrics_path, keys=self.keys, smooth=self.smooth)
+        fig.suptitle(f"{Path(metrics_path).parent.name}: step {(read_log(metrics_path) or [{}])[-1].get('step', 0)}",
+                     fontsize=9)
+        if self.save_to:
+            fig.savefig(self.save_to, dpi=80)
+        try:
+            from IPython import get_ipython
+            from IPython.display import display
+
+            if get_ipython() is not None:
+                if self._handle is None:
+                    self._handle = display(fig, display_id=True)
+                else:
+                    self._handle.update(fig)
+        except ImportError:
+            pass
+        if self.figure is not None:
+            plt.close(self.figure)
+        self.figure = fig
+        self.draws += 1
+        self._last = time.monotonic()
+
+    def callback(self):
+        """A `transformers.TrainerCallback` that calls `draw` (main process only)."""
+        import time
+        from pathlib import Path
+
+        from transformers import TrainerCallback
+
+        live = self
+
+        class _Live(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                if state.is_world_process_zero and time.monotonic() - live._last >= live.every:
+                    live.draw(Path(args.output_dir) / "metrics.jsonl")
+
+            def on_train_end(self, args, state, control, **kw):
+                if state.is_world_process_zero:
+                    live.draw(Path(args.output_dir) / "metrics.jsonl")
+                    live._handle = None  # the next run gets its own figure
+
+        return _Live()

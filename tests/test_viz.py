@@ -114,3 +114,24 @@ def test_stage_counts_draws_every_stage_and_the_rate_histogram():
     assert [t.get_text() for t in bars.get_xticklabels()] == ["mobile/type", "web/click"]
     assert sorted(p.get_height() for p in bars.patches) == [0, 1, 5, 30]
     assert bars.get_yscale() == "log" and sum(p.get_height() for p in hist.patches) == 3
+
+
+def test_live_curves_redraw_from_metrics_jsonl_throttled(tmp_path):
+    from types import SimpleNamespace
+
+    live = viz.LiveCurves(every=3600, save_to=str(tmp_path / "live.png"))
+    cb = live.callback()
+    args, state = SimpleNamespace(output_dir=str(tmp_path)), SimpleNamespace(is_world_process_zero=True)
+    cb.on_log(args, state, None, logs={"loss": 1.0})  # no metrics.jsonl yet: nothing to draw
+    assert live.draws == 0
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "reward": 0.1}) + "\n")
+    cb.on_log(args, state, None)
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({"step": 2, "reward": 0.5}) + "\n")
+    cb.on_log(args, state, None)  # within `every` seconds of the last draw: skipped
+    assert live.draws == 1
+    cb.on_train_end(args, state, None)
+    assert live.draws == 2 and "step 2" in live.figure._suptitle.get_text()
+    assert (tmp_path / "live.png").stat().st_size > 1000
+    cb.on_train_end(args, SimpleNamespace(is_world_process_zero=False), None)  # other ranks never draw
+    assert live.draws == 2
