@@ -248,13 +248,35 @@ def _looks_like_path(name: str) -> bool:
     return _HUB_ID.fullmatch(name) is None
 
 
-def _not_found(source: str, exc: Exception) -> OSError:
+def _download_advice(source: str) -> str:
+    return (f"Download it on a machine with internet, e.g. `huggingface-cli download {source} --local-dir <folder>` "
+            f"(`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy the folder here "
+            "and pass the local folder instead of the hub id")
+
+
+def _not_found(source: str, exc: Exception, unreachable: bool = False) -> OSError:
+    why = ("the Hugging Face hub is not reachable from here (a short connection probe failed; set "
+           "HF_HUB_OFFLINE=1 to skip the probe) and it is not in the local cache"
+           if unreachable else "the Hugging Face hub could not provide it")
     return OSError(
-        f"could not load {source!r}: it is not a local folder and the Hugging Face hub could not provide it "
-        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Download it on a machine "
-        f"with internet, e.g. `huggingface-cli download {source} --local-dir <folder>` "
-        f"(`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy the folder here "
-        "and pass the local folder instead of the hub id")
+        f"could not load {source!r}: it is not a local folder and {why} "
+        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {_download_advice(source)}")
+
+
+def _hub_offline() -> bool:
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "0"
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _cache_only(source: str) -> bool:
+    """True when hub id `source` must come from the local cache because the hub does not answer a
+    short socket probe. Without it, an unreachable hub costs minutes of retries per file before the
+    error. HF_HUB_OFFLINE=1 skips the probe (huggingface_hub then never touches the network)."""
+    if Path(source).is_dir() or _hub_offline():
+        return False
+    from . import data  # the probe lives with the dataset loader, which needs it too
+
+    return not data._hub_reachable()
 
 
 def _check_source(model_id_or_dir: str | os.PathLike) -> str:
@@ -275,17 +297,23 @@ def _check_source(model_id_or_dir: str | os.PathLike) -> str:
 def load_processor(model_id_or_dir: str | os.PathLike, min_pixels: int | None = GUI_R1_MIN_PIXELS,
                    max_pixels: int | None = GUI_R1_MAX_PIXELS, padding_side: str = "left"):
     """`AutoProcessor.from_pretrained` with the image (and video) resize bounds set to
-    [min_pixels, max_pixels] (None keeps the saved value) and the tokenizer padding on `padding_side`."""
+    [min_pixels, max_pixels] (None keeps the saved value) and the tokenizer padding on `padding_side`.
+    A hub id is read from the local cache only when the hub is unreachable (fails in seconds)."""
+    source = _check_source(model_id_or_dir)
+    return _load_processor(source, min_pixels, max_pixels, padding_side, _cache_only(source))
+
+
+def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None, padding_side: str,
+                    cache_only: bool):
     from transformers import AutoProcessor
     from transformers.image_processing_utils import SizeDict
 
-    source = _check_source(model_id_or_dir)
     try:
-        processor = AutoProcessor.from_pretrained(source)
+        processor = AutoProcessor.from_pretrained(source, **({"local_files_only": True} if cache_only else {}))
     except OSError as exc:
         if Path(source).is_dir():
             raise
-        raise _not_found(source, exc) from exc
+        raise _not_found(source, exc, unreachable=cache_only) from exc
     for sub in (getattr(processor, "image_processor", None), getattr(processor, "video_processor", None)):
         if sub is None:
             continue
@@ -358,9 +386,12 @@ def load_policy(
 
     from transformers import AutoModelForImageTextToText
 
-    processor = load_processor(source, min_pixels, max_pixels)
+    cache_only = _cache_only(source)  # one probe for the processor and the weights
+    processor = _load_processor(source, min_pixels, max_pixels, "left", cache_only)
 
     kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if cache_only:
+        kwargs["local_files_only"] = True
     if qconfig is not None:
         kwargs["quantization_config"] = qconfig
     if attn_implementation is not None:
@@ -374,7 +405,7 @@ def load_policy(
     except OSError as exc:
         if Path(source).is_dir():
             raise
-        raise _not_found(source, exc) from exc
+        raise _not_found(source, exc, unreachable=cache_only) from exc
 
     training = settings is not None or (adapter is not None and adapter_trainable)
     if quantization == "4bit" and dev.type == "cpu":

@@ -208,20 +208,73 @@ def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def resolve_model(cfg: TrainConfig) -> str:
-    """The model folder or hub id; "tiny" is built (deterministically) under output_dir/base_model."""
+def resolve_model(cfg: TrainConfig, wait_seconds: float = 600.0) -> str:
+    """The model folder or hub id; "tiny" is built (deterministically) under output_dir/base_model.
+
+    Rank 0 builds into a temporary folder and renames it into place, so `base_model/` exists only
+    complete (a run killed mid-build leaves a `base_model.tmp-*` that the next build replaces);
+    the other ranks wait for it (at most `wait_seconds`)."""
     if cfg.model != "tiny":
         return cfg.model
+    import shutil
+
     from .tiny import build_tiny_model
 
     out = Path(cfg.output_dir) / "base_model"
     done = out / "config.json"
     if _is_main() and not done.exists():
-        build_tiny_model(out, seed=cfg.tiny_seed, **cfg.tiny)
+        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+        for stale in out.parent.glob(f"{out.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        build_tiny_model(tmp, seed=cfg.tiny_seed, **cfg.tiny)
+        if out.exists():  # an incomplete folder from an older build; never one with config.json
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    deadline = time.monotonic() + wait_seconds
     while not done.exists():  # other ranks wait for rank 0's build
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank {os.environ.get('RANK')}: {out} did not appear within {wait_seconds:.0f} s; "
+                               "did rank 0 fail while building the tiny model?")
         time.sleep(0.2)
-    time.sleep(0.2 if not _is_main() else 0)
     return str(out)
+
+
+def last_checkpoint(output_dir: str | os.PathLike) -> str | None:
+    """The newest *complete* `checkpoint-N` in `output_dir`: the trainer writes trainer_state.json
+    last, so a folder without a readable one was cut short (killed while saving) and is skipped."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    out = Path(output_dir)
+    if not out.is_dir():
+        return None
+    found = []
+    for d in out.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
+        step = d.name[len(PREFIX_CHECKPOINT_DIR) + 1:]
+        if not (d.is_dir() and step.isdigit()):
+            continue
+        try:
+            json.loads((d / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            continue
+        found.append((int(step), d))
+    return str(max(found)[1]) if found else None
+
+
+def _drop_incomplete_checkpoints(output_dir: Path, keep: str | None) -> list[str]:
+    """Remove `checkpoint-N` folders newer than `keep` (incomplete ones): the trainer would later
+    save into them over stale files and count them in `save_total_limit`."""
+    import shutil
+
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    keep_step = int(Path(keep).name.rsplit("-", 1)[1]) if keep else -1
+    dropped = []
+    for d in output_dir.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
+        step = d.name[len(PREFIX_CHECKPOINT_DIR) + 1:]
+        if d.is_dir() and step.isdigit() and int(step) > keep_step:
+            shutil.rmtree(d)
+            dropped.append(d.name)
+    return sorted(dropped)
 
 
 def sft_completion(row: dict, thinking: str = "") -> list[dict]:
@@ -276,9 +329,17 @@ def _metrics_callback():
             self.t_last, self.step_last = time.perf_counter(), state.global_step
             path = self._path(args)
             if state.is_world_process_zero and path.exists():
-                keep = [line for line in path.read_text().splitlines()
-                        if line.strip() and json.loads(line).get("step", 0) <= state.global_step]
-                path.write_text("".join(line + "\n" for line in keep))
+                keep = []
+                for line in path.read_text().splitlines():
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:  # empty, or cut short when the process was killed mid-write
+                        continue
+                    if isinstance(rec, dict) and rec.get("step", 0) <= state.global_step:
+                        keep.append(line)
+                tmp = path.with_suffix(".jsonl.tmp")
+                tmp.write_text("".join(line + "\n" for line in keep))
+                tmp.replace(path)
 
         def on_log(self, args, state, control, logs=None, **kw):
             if not state.is_world_process_zero or not logs:
@@ -379,11 +440,13 @@ def train(cfg: TrainConfig) -> TrainResult:
 
     resume = None
     if cfg.resume:
-        from transformers.trainer_utils import get_last_checkpoint
-
-        resume = get_last_checkpoint(str(out)) if out.exists() else None
+        resume = last_checkpoint(out)
         if _is_main():
-            print(f"[train] resuming from {resume}" if resume else "[train] no checkpoint to resume; starting fresh")
+            dropped = _drop_incomplete_checkpoints(out, resume)
+            if dropped:
+                print(f"[train] removed incomplete checkpoint(s) {dropped}", flush=True)
+            print(f"[train] resuming from {resume}" if resume else "[train] no checkpoint to resume; starting fresh",
+                  flush=True)
     trainer.train(resume_from_checkpoint=resume)
     adapter_dir = out / "adapter"
     trainer.save_model(str(adapter_dir))
@@ -401,16 +464,26 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
 
 
 def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32") -> Path:
-    """Write `base` + LoRA `adapter` merged into one model folder (full precision) for inference."""
+    """Write `base` + LoRA `adapter` merged into one model folder (full precision) for inference.
+
+    The processor comes from the adapter folder when training saved one there (it holds the pixel
+    bounds the adapter was trained with), else from `base`. `scripts/merge_adapter.py` is the CLI."""
     import torch
 
     from .modeling import load_policy
 
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise ValueError(f"dtype must be float32, bfloat16 or float16, got {dtype!r}")
     policy = load_policy(base, None, lora=None, adapter=adapter, dtype=getattr(torch, dtype), device="cpu",
                          min_pixels=None, max_pixels=None)
     merged = policy.model.merge_and_unload()
     merged.save_pretrained(out)
-    policy.processor.save_pretrained(out)
+    processor = policy.processor
+    if any((Path(adapter) / name).is_file() for name in ("processor_config.json", "preprocessor_config.json")):
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(adapter)
+    processor.save_pretrained(out)
     return Path(out)
 
 
