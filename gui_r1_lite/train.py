@@ -387,10 +387,14 @@ class TrainResult:
     metrics_path: str
     global_step: int
     data_report: dict
+    base_model: str = ""      # the model the run started from: hub id or folder (the built tiny model)
 
 
-def train(cfg: TrainConfig) -> TrainResult:
-    """Run one configured training job end to end; returns where everything was written."""
+def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
+    """Run one configured training job end to end; returns where everything was written.
+
+    `callbacks` are extra `transformers.TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()`
+    for live curves in a notebook); metrics.jsonl is written either way."""
     cfg.validate()
     import torch
 
@@ -416,7 +420,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     if _is_main():
         (out / "data_report.json").write_text(json.dumps(report.to_dict(), indent=2))
 
-    callbacks = [_metrics_callback()]
+    callbacks = [_metrics_callback(), *(callbacks or [])]
     if cfg.method == "grpo":
         from trl import GRPOConfig, GRPOTrainer
 
@@ -453,7 +457,7 @@ def train(cfg: TrainConfig) -> TrainResult:
     if _is_main():
         policy.processor.save_pretrained(str(adapter_dir))
     return TrainResult(str(out), str(adapter_dir), str(out / "metrics.jsonl"), trainer.state.global_step,
-                       report.to_dict())
+                       report.to_dict(), base_model=source)
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
