@@ -277,7 +277,8 @@ def _train_runtime(output_dir: str) -> float | None:
 
 
 def _train(settings: MiniatureSettings, folder: Path, *, method: str, model: str, init_adapter: str | None,
-           train_file: str, steps: int, lr: float, seed: int, tiny_seed: int, scheduler: str) -> dict:
+           train_file: str, steps: int, lr: float, seed: int, tiny_seed: int, scheduler: str,
+           callbacks: Sequence = ()) -> dict:
     from .train import TrainConfig, train
 
     common: dict[str, Any] = dict(
@@ -295,7 +296,7 @@ def _train(settings: MiniatureSettings, folder: Path, *, method: str, model: str
                           num_generations=settings.num_generations, temperature=settings.temperature,
                           beta=settings.beta, loss_type=settings.loss_type,
                           max_completion_length=settings.max_completion_length, **common)
-    result = train(cfg)
+    result = train(cfg, callbacks=list(callbacks))
     prompts_per_step = settings.sft_batch if method == "sft" else settings.grpo_prompts_per_step
     return {"method": method, "steps": result.global_step, "adapter_dir": result.adapter_dir,
             "base_model": str(Path(cfg.model if cfg.model != "tiny" else Path(folder) / "base_model")),
@@ -373,8 +374,10 @@ def _aggregate(values: Sequence[float]) -> dict[str, Any]:
             "per_seed": vals}
 
 
-def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, progress: bool = False) -> dict:
-    """The three arms for one seed; returns per-arm metrics, seconds and compute."""
+def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, progress: bool = False,
+             callbacks: Sequence = ()) -> dict:
+    """The three arms for one seed; returns per-arm metrics, seconds and compute. `callbacks`
+    (TrainerCallbacks, e.g. live curves) are passed to every training stage."""
     sd = out_dir / f"seed{seed}"
     heldout = data["heldout"]
     stages: dict[str, dict] = {}
@@ -384,12 +387,12 @@ def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, 
     stages["warm"] = _stage(sd / "warm", lambda: _train(
         settings, sd / "warm", method="sft", model="tiny", init_adapter=None, train_file=data["train"],
         steps=settings.warm_steps, lr=settings.sft_lr, seed=seed, tiny_seed=seed,
-        scheduler=settings.warm_scheduler), progress, fresh=True)
+        scheduler=settings.warm_scheduler, callbacks=callbacks), progress, fresh=True)
     model, adapter = _continuation(settings, stages["warm"])
     stages["grpo"] = _stage(sd / "grpo", lambda: _train(
         settings, sd / "grpo", method="grpo", model=model, init_adapter=adapter, train_file=data["train"],
         steps=settings.grpo_steps, lr=settings.grpo_lr, seed=seed, tiny_seed=seed,
-        scheduler=settings.extra_scheduler), progress, fresh=True)
+        scheduler=settings.extra_scheduler, callbacks=callbacks), progress, fresh=True)
     if settings.fair == "visits":
         sft_steps = settings.sft_extra_steps_visits
     else:  # as many SFT steps as fit in GRPO's training time, at the warm start's measured speed
@@ -399,7 +402,7 @@ def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, 
     stages["sft_extra"] = _stage(sd / "sft_extra", lambda: _train(
         settings, sd / "sft_extra", method="sft", model=model, init_adapter=adapter, train_file=data["train"],
         steps=sft_steps, lr=settings.sft_extra_lr, seed=seed, tiny_seed=seed,
-        scheduler=settings.extra_scheduler), progress, fresh=True)
+        scheduler=settings.extra_scheduler, callbacks=callbacks), progress, fresh=True)
     stages["sft_eval"] = _stage(sd / "eval_sft", lambda: _evaluate(
         settings, heldout, sd / "eval_sft", _policy_args(settings, stages["sft_extra"]), f"sft-seed{seed}"), progress)
     stages["sft_grpo_eval"] = _stage(sd / "eval_sft_grpo", lambda: _evaluate(
@@ -428,13 +431,18 @@ def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, 
                          "sft_grpo": stages["sft_grpo_eval"]["per_task_click_accuracy"],
                          "warm": stages["warm_eval"]["per_task_click_accuracy"]},
             "n_eval": stages["sft_eval"]["n"], "compute": compute, "seconds": seconds,
+            "runs": {"warm": str(sd / "warm"), "sft": str(sd / "sft_extra"), "sft_grpo": str(sd / "grpo")},
+            "models": {name: _policy_args(settings, stages[stage])
+                       for name, stage in (("warm", "warm"), ("sft", "sft_extra"), ("sft_grpo", "grpo"))},
+            "predictions": {"random": str(out_dir / "random" / f"seed{seed}"), "warm": str(sd / "eval_warm"),
+                            "sft": str(sd / "eval_sft"), "sft_grpo": str(sd / "eval_sft_grpo")},
             "skipped": sorted(k for k, v in stages.items() if v.get("skipped"))}
 
 
 def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), *,
                   train_data: str | os.PathLike = DEFAULT_TRAIN, heldout_data: str | os.PathLike = DEFAULT_HELDOUT,
                   settings: MiniatureSettings | None = None, validate: bool = False, progress: bool = False,
-                  **overrides: Any) -> dict:
+                  callbacks: Sequence = (), **overrides: Any) -> dict:
     """Run the miniature (every arm for every seed) and write `out_dir/miniature.json`.
 
     Returns `{"random"|"sft"|"sft_grpo": {"format_rate"|"click_accuracy"|"strict_step_success":
@@ -442,7 +450,8 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     `seconds`, `per_task`, `warm`, `seeds`). `settings` (default `MiniatureSettings()`) and
     keyword `overrides` of its fields set the budget; `validate=True` evaluates on the
     validation seeds of the training file instead of `heldout_data`. Finished stages are
-    skipped on a rerun in the same `out_dir` (with the same settings)."""
+    skipped on a rerun in the same `out_dir` (with the same settings), so a larger `seeds` list
+    reuses the seeds already run. `callbacks` go to every training stage."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
@@ -452,8 +461,8 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     settings_file = out / "settings.json"
-    wanted = {"settings": settings.to_dict(), "train_data": str(train_data), "heldout_data": str(heldout_data),
-              "validate": validate}
+    wanted = json.loads(json.dumps({"settings": settings.to_dict(), "train_data": str(train_data),
+                                    "heldout_data": str(heldout_data), "validate": validate}))  # as stored
     if settings_file.exists():
         before = json.loads(settings_file.read_text())
         if before != wanted:
@@ -465,7 +474,7 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     data = prepare_data(out, train_data, heldout_data, settings, validate)
     per_seed = {}
     for seed in seeds:
-        per_seed[seed] = run_seed(out, seed, settings, data, progress)
+        per_seed[seed] = run_seed(out, seed, settings, data, progress, callbacks)
     result: dict[str, Any] = {}
     for arm in ARMS + ("warm",):
         result[arm] = {m: _aggregate([per_seed[s]["metrics"][arm][m] for s in seeds]) for m in METRICS}
@@ -480,6 +489,9 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
         "data": data,
         "n_heldout": per_seed[seeds[0]]["n_eval"],
         "compute": {str(s): per_seed[s]["compute"] for s in seeds},
+        "runs": {str(s): per_seed[s]["runs"] for s in seeds},
+        "models": {str(s): per_seed[s]["models"] for s in seeds},
+        "predictions": {str(s): per_seed[s]["predictions"] for s in seeds},
         "seconds": {str(s): per_seed[s]["seconds"] for s in seeds},
         "seconds_total": round(sum(sum(v for v in per_seed[s]["seconds"].values()) for s in seeds), 2),
         "wall_seconds_this_call": round(time.perf_counter() - t0, 2),
@@ -488,6 +500,12 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     })
     _write_json(out / RESULT_FILE, result)
     return result
+
+
+def headline(result: dict) -> dict:
+    """The arms' metrics alone (`{"random"|"sft"|"sft_grpo": {metric: {"mean", "std", "per_seed"}}}`),
+    as `summary.json` reports them."""
+    return {arm: result[arm] for arm in ARMS}
 
 
 def _mean_or_none(values: Iterable[float | None]) -> float | None:

@@ -55,7 +55,8 @@ def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3
 #: What each notebook's result.json contributes to the top of summary.json.
 HEADLINES = {
     "curation": ("01_data_curation", ("rows", "validation", "steps", "curated")),
-    "training": ("04_grpo_training", ("start", "end", "adapter_dir", "base_model", "global_step")),
+    "training": ("04_grpo_training", ("experiment", "start", "end", "global_step", "base_model", "adapter_dir",
+                                      "trained_model")),
     "miniature": ("04_grpo_training", ("miniature",)),
     "evaluation": ("05_evaluation", ("policies",)),
 }

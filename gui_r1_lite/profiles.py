@@ -22,6 +22,11 @@ class Profile:
     difficulty_k: int = 5
     difficulty_band: tuple[float, float] = (0.1, 0.9)
     balance_per_group: int = 1000
+    # training (notebook 04): the GRPO recipe, and what the notebook runs by default: "miniature"
+    # (SFT warm start, then GRPO against more SFT, over seeds; see miniature.py) or "recipe" (the
+    # recipe's GRPO run on the training data)
+    grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
+    experiment: str = "recipe"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -44,13 +49,15 @@ PROFILES: dict[str, Profile] = {
         description="tiny Qwen2.5-VL built locally, shipped samples; any CPU, minutes",
         # A random-weight model solves nothing (every rate is 0), so a (0.1, 0.9) band would drop
         # every row; cpu-mini records the rates and keeps them all.
-        difficulty_k=4, difficulty_band=(0.0, 1.0), balance_per_group=600),
+        difficulty_k=4, difficulty_band=(0.0, 1.0), balance_per_group=600,
+        grpo_recipe="configs/grpo_tiny_cpu.yaml", experiment="miniature"),
     "gpu-3b": Profile(
         name="gpu-3b", model="Qwen/Qwen2.5-VL-3B-Instruct", quantization="4bit",
         train_data="ritzzai/GUI-R1", eval_data="ritzzai/GUI-R1",
         min_pixels=262_144, max_pixels=1_258_291,
         description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
-        difficulty_k=5, difficulty_band=(0.1, 0.9), balance_per_group=1000),
+        difficulty_k=5, difficulty_band=(0.1, 0.9), balance_per_group=1000,
+        grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe"),
 }
 
 

@@ -467,6 +467,19 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
+def start_and_end(path: str | os.PathLike) -> dict[str, dict]:
+    """The first and the last training-step records of a run's metrics.jsonl (those with a
+    `loss`), numbers only: how the rewards, KL and loss moved over the run."""
+    steps = [r for r in read_metrics(path) if "loss" in r]
+    if not steps:
+        return {"start": {}, "end": {}}
+
+    def numbers(rec: dict) -> dict:
+        return {k: v for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    return {"start": numbers(steps[0]), "end": numbers(steps[-1])}
+
+
 def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32") -> Path:
     """Write `base` + LoRA `adapter` merged into one model folder (full precision) for inference.
 

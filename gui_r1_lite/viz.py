@@ -409,6 +409,29 @@ def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "
     return fig
 
 
+def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
+                   metrics: Sequence[str] = ("format_rate", "click_accuracy", "strict_step_success")):
+    """The miniature's table as bars: per metric, each arm's mean over seeds with its std as an
+    error bar and every seed's value as a dot (`miniature.run_miniature`'s result)."""
+    fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(metrics), 3.2))
+    width = 0.8 / len(arms)
+    for j, arm in enumerate(arms):
+        xs = [i + (j - (len(arms) - 1) / 2) * width for i in range(len(metrics))]
+        means = [100 * result[arm][m]["mean"] for m in metrics]
+        stds = [100 * result[arm][m]["std"] for m in metrics]
+        ax.bar(xs, means, width, yerr=stds, capsize=3, label=arm)
+        for x, m in zip(xs, metrics):
+            seeds = result[arm][m]["per_seed"]
+            ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=8, color="black", zorder=3)
+    ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
+    ax.set_ylabel("% of held-out rows")
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=8)
+    ax.set_title(f"held-out, {len(result.get('seeds') or [])} seeds: mean ± std, dots per seed", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 class LiveCurves:
     """Training curves redrawn while a run trains: pass `callback()` to `train.train(cfg,
     callbacks=[...])` (or anything that takes TrainerCallbacks). On each log, at most every
