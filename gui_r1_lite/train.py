@@ -104,6 +104,14 @@ class TrainConfig:
         unknown = sorted(set(values) - set(cls.field_names()))
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys: {cls.field_names()}")
+        values = dict(values)
+        for f in dataclasses.fields(cls):
+            # YAML 1.1 reads `1e-5` (no dot) as a string; numbers are numbers whichever way written
+            if f.type in ("float", float) and isinstance(values.get(f.name), str):
+                try:
+                    values[f.name] = float(values[f.name])
+                except ValueError:
+                    raise ConfigError(f"{source}: {f.name} must be a number, got {values[f.name]!r}") from None
         return cls(**values)
 
     @classmethod
@@ -408,6 +416,9 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
         (out / "train_config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
     source = resolve_model(cfg)
+    from transformers import set_seed
+
+    set_seed(cfg.seed)  # the LoRA initialisation is drawn in load_policy, before the trainer seeds anything
     settings = LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
                             train_vision=cfg.train_vision) if cfg.lora else None
     policy = load_policy(

@@ -32,6 +32,47 @@ def tiny_policy(tiny_model_dir):
     return load_policy(tiny_model_dir, min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS, device="cpu")
 
 
+@pytest.fixture(scope="session")
+def toy_data(tmp_path_factory) -> str:
+    """A 16-row GUI-R1 parquet of blue buttons on white 160x210 screenshots (low-level clicks):
+    small enough for a training step in well under a second on the tiny model."""
+    import io
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(0)
+    rows = []
+    for i in range(16):
+        im = Image.new("RGB", (160, 210), "white")
+        x, y = rng.randint(10, 100), rng.randint(10, 150)
+        ImageDraw.Draw(im).rectangle([x, y, x + 40, y + 20], fill=(0, 0, 200))
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+        rows.append({"image": {"bytes": buf.getvalue(), "path": f"{i}.png"}, "instruction": f"Click button {i}",
+                     "history": "None", "task_type": "low", "gt_action": "click",
+                     "gt_bbox": [x / 160, y / 210, (x + 40) / 160, (y + 20) / 210],
+                     "gt_input_text": "no input text", "id": f"t{i}", "platform": "web"})
+    path = tmp_path_factory.mktemp("toy") / "toy.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return str(path)
+
+
+@pytest.fixture
+def varying_reward(monkeypatch) -> str:
+    """A reward that differs within a group even for a random policy (GUI-R1's is 0 everywhere
+    until the format is learnt), so GRPO has a gradient to follow. Returns its registered name."""
+    from gui_r1_lite import rewards as R
+
+    def length(c, a, b, t, compat, **_):
+        return len(c) / 100.0
+    monkeypatch.setitem(R._SCORERS, "length_test", length)
+    monkeypatch.setitem(R.REWARDS, "length_test", R.make_reward("length_test"))
+    return "length_test"
+
+
 def _has_cuda() -> bool:
     try:
         import torch

@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import io
-import random
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 import torch
-from PIL import Image, ImageDraw
 
-from gui_r1_lite import rewards as R
 from gui_r1_lite.train import ConfigError, TrainConfig, read_metrics, train
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(min_pixels=3136, max_pixels=50176, device="cpu", logging_steps=1, save_steps=100)
-
-
-@pytest.fixture(scope="module")
-def toy_data(tmp_path_factory):
-    rng = random.Random(0)
-    rows = []
-    for i in range(16):
-        im = Image.new("RGB", (160, 210), "white")
-        x, y = rng.randint(10, 100), rng.randint(10, 150)
-        ImageDraw.Draw(im).rectangle([x, y, x + 40, y + 20], fill=(0, 0, 200))
-        buf = io.BytesIO()
-        im.save(buf, format="PNG")
-        rows.append({"image": {"bytes": buf.getvalue(), "path": f"{i}.png"}, "instruction": f"Click button {i}",
-                     "history": "None", "task_type": "low", "gt_action": "click",
-                     "gt_bbox": [x / 160, y / 210, (x + 40) / 160, (y + 20) / 210],
-                     "gt_input_text": "no input text", "id": f"t{i}", "platform": "web"})
-    path = tmp_path_factory.mktemp("toy") / "toy.parquet"
-    pq.write_table(pa.Table.from_pylist(rows), path)
-    return str(path)
 
 
 @pytest.mark.parametrize("over, words", [
@@ -66,6 +41,9 @@ def test_yaml_cli_and_notebook_build_the_same_config(tmp_path):
     c = TrainConfig(**{**b.to_dict()})
     assert c == b
     assert TrainConfig.from_cli(["--rewards", "{gui_r1: 1.0, point_gaussian: 0.5}", "--resume"]).resume is True
+    assert TrainConfig.from_cli(["--learning_rate", "1e-2", "--beta", "1e-3"]).learning_rate == 0.01
+    with pytest.raises(ConfigError, match="learning_rate must be a number"):
+        TrainConfig.from_cli(["--learning_rate", "fast"])
     with pytest.raises(ConfigError, match="unknown key"):
         TrainConfig.from_dict({"lr": 1})
     for name in ("grpo_tiny_cpu", "sft_tiny_cpu", "sft_qwen2_5_vl_3b_qlora"):
@@ -76,17 +54,6 @@ def lora_and_base(model):
     lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
     base = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" not in n}
     return lora, base
-
-
-@pytest.fixture
-def varying_reward(monkeypatch):
-    """A reward that differs within a group even for a random policy (GUI-R1's is 0 everywhere
-    until the format is learnt), so GRPO has a gradient to follow."""
-    def length(c, a, b, t, compat, **_):
-        return len(c) / 100.0
-    monkeypatch.setitem(R._SCORERS, "length_test", length)
-    monkeypatch.setitem(R.REWARDS, "length_test", R.make_reward("length_test"))
-    return "length_test"
 
 
 @pytest.mark.parametrize("quantization", [None, "4bit"])

@@ -1,0 +1,82 @@
+"""The CUDA path on the tiny model: QLoRA (4-bit NF4 + LoRA) GRPO steps, and `evaluate` generating on
+the GPU. Marked `gpu`: skipped without CUDA; `scripts/gpu_smoke.sh` runs them on a GPU machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from gui_r1_lite import evaluate as E
+from gui_r1_lite.train import TrainConfig, read_metrics, train
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parents[1]
+EVAL_FILE = ROOT / "data_samples" / "test" / "miniwob_test.parquet"
+
+
+def _lora_and_base(model) -> tuple[dict, dict]:
+    lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+    base = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" not in n}
+    return lora, base
+
+
+def _check_predictions(summary: dict, out: Path, rows: int) -> None:
+    records = E.read_records(out / E.PREDICTIONS)
+    assert len(records) == summary["n"] == rows
+    assert all(isinstance(r["completion"], str) for r in records)
+    assert (out / E.METRICS_JSON).exists() and (out / E.METRICS_MD).exists()
+
+
+def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_reward, monkeypatch):
+    from gui_r1_lite import modeling
+
+    seen = {}
+    original = modeling.load_policy
+
+    def spy(*args, **kw):
+        policy = original(*args, **kw)
+        seen["policy"] = policy
+        seen["before"] = _lora_and_base(policy.model)
+        return policy
+    monkeypatch.setattr(modeling, "load_policy", spy)
+    cfg = TrainConfig(train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=2, num_generations=4,
+                      per_device_train_batch_size=4, max_completion_length=12, learning_rate=5e-2,
+                      rewards={varying_reward: 1.0}, quantization="4bit", device="cuda",
+                      min_pixels=3136, max_pixels=50176, logging_steps=1, save_steps=100)
+    result = train(cfg)
+    assert result.global_step == 2
+
+    model = seen["policy"].model
+    assert seen["policy"].device.type == "cuda"
+    assert all(p.device.type == "cuda" for p in model.parameters())
+    assert any(type(m).__name__ == "Linear4bit" for m in model.modules()), "the base model is not 4-bit"
+    lora0, base0 = seen["before"]
+    lora1, base1 = _lora_and_base(model)
+    assert lora0 and any(not torch.equal(lora0[n], lora1[n]) for n in lora0), "LoRA weights did not move"
+    assert all(torch.equal(base0[n], base1[n]) for n in base0), "base weights changed"
+    assert [r["step"] for r in read_metrics(result.metrics_path) if "loss" in r] == [1, 2]
+
+    # The adapter it saved loads over the 4-bit base on CUDA and generates through evaluate.
+    policy = original(result.base_model, "4bit", lora=None, adapter=result.adapter_dir, device="cuda",
+                      min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)
+    out = tmp_path / "eval"
+    summary = E.evaluate(toy_data, policy, out, batch_size=4, max_new_tokens=8, limit=4, progress=False)
+    _check_predictions(summary, out, 4)
+
+
+@pytest.mark.parametrize("quantization", [None, "4bit"])
+def test_predict_on_cuda(tiny_model_dir, tmp_path, quantization):
+    from gui_r1_lite.modeling import load_policy
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    policy = load_policy(tiny_model_dir, quantization, lora=None, device="cuda",
+                         min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS)
+    assert next(policy.model.parameters()).device.type == "cuda"
+    out = tmp_path / "eval"
+    summary = E.evaluate(EVAL_FILE, E.ModelCompleter(policy), out, batch_size=4, max_new_tokens=8, limit=6,
+                         progress=False)
+    _check_predictions(summary, out, 6)
+    assert (summary["min_pixels"], summary["max_pixels"]) == (TINY_MIN_PIXELS, TINY_MAX_PIXELS)
