@@ -88,3 +88,32 @@ def test_every_notebook_installs_itself_on_colab_and_has_a_readme_badge():
         assert "scripts/colab_setup.sh" in cell
         badge = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/{nb_path.name}"
         assert badge in readme, f"README.md lacks the Colab badge of {nb_path.name}"
+
+
+def test_04_grpo_training_miniature(tmp_path):
+    """cpu-mini's default: the miniature (warm start, GRPO, SFT arm, held-out evaluation) on a tiny budget."""
+    out = tmp_path / "04"
+    settings = "{tiny: {}, warm_steps: 2, sft_batch: 2, extra_prompts: 2, grpo_prompts_per_step: 1, num_generations: 2, " \
+               "max_completion_length: 8, max_new_tokens: 8, eval_limit: 4, eval_batch_size: 4}"
+    pipeline.run_notebook(ROOT / "notebooks" / "04_grpo_training.ipynb", tmp_path / "04.ipynb",
+                          {**params(out), "seeds": "0", "miniature_settings": settings, "samples_shown": 2})
+    result = json.loads((out / "result.json").read_text())
+    assert result["experiment"] == "miniature" and result["global_step"] == 2
+    assert set(result["miniature"]) == {"random", "sft", "sft_grpo"}
+    assert result["miniature"]["sft_grpo"]["click_accuracy"]["per_seed"] and "reward" in result["end"]
+    assert (Path(result["trained_model"]) / "config.json").exists() and result["adapter_dir"] is None
+    for name in ("grpo_curves.png", "before_after.png", "live_curves.png", "miniature.png"):
+        assert (out / name).stat().st_size > 5_000, name
+
+
+def test_04_grpo_training_recipe(tmp_path):
+    """The recipe path (gpu-3b's, here with cpu-mini's tiny recipe): LoRA GRPO, completions before and after."""
+    out = tmp_path / "04"
+    pipeline.run_notebook(ROOT / "notebooks" / "04_grpo_training.ipynb", tmp_path / "04.ipynb",
+                          {**params(out), "experiment": "recipe", "max_steps": 2, "samples_shown": 2})
+    result = json.loads((out / "result.json").read_text())
+    assert result["experiment"] == "recipe" and result["global_step"] == 2 and "miniature" not in result
+    assert (Path(result["adapter_dir"]) / "adapter_config.json").exists()
+    assert (Path(result["base_model"]) / "config.json").exists()
+    files = len(list((DATA / "test").glob("*.parquet")))  # samples_shown rows of each benchmark file
+    assert len((out / "samples_end" / "predictions.jsonl").read_text().splitlines()) == 2 * files

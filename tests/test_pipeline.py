@@ -1,0 +1,36 @@
+"""The main job: every notebook headless with the cpu-mini profile, as `make run` runs it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gui_r1_lite import miniature as MN
+from gui_r1_lite import pipeline
+
+
+@pytest.mark.slow
+def test_whole_cpu_mini_pipeline(tmp_path):
+    run = tmp_path / "run"
+    assert pipeline.main(["--out", str(run)]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    stems = [p.stem for p in pipeline.notebook_paths()]
+    assert list(summary["seconds"]) == stems and all((run / "notebooks" / f"{s}.ipynb").exists() for s in stems)
+    assert summary["profile"]["name"] == "cpu-mini" and summary["versions"]["trl"] == "1.16.0"
+    assert summary["curation"]["rows"] > 0 and summary["curation"]["validation"]["rows_skipped"] == 0
+    training = summary["training"]
+    assert training["experiment"] == "miniature" and training["global_step"] > 0
+    assert {"reward", "loss"} <= set(training["start"]) and {"reward", "loss"} <= set(training["end"])
+    mini = summary["miniature"]
+    assert set(mini) == set(MN.ARMS)
+    for arm in MN.ARMS:
+        for metric in MN.METRICS:
+            v = mini[arm][metric]
+            assert len(v["per_seed"]) == 3 and all(0.0 <= x <= 1.0 for x in v["per_seed"]), (arm, metric)
+    details = summary["results"]["04_grpo_training"]["miniature_details"]
+    assert details["n_heldout"] >= 200
+    policies = summary["evaluation"]["policies"]
+    assert {"oracle", "random", "base", "trained"} <= set(policies)
+    for per_file in policies["oracle"].values():
+        assert per_file["action"]["strict_step_success"] == 1.0
