@@ -150,6 +150,18 @@ def set_vision_trainable(model, trainable: bool) -> None:
         p.requires_grad_(trainable)
 
 
+def free_memory() -> None:
+    """Give back what dropped models held: Python's garbage, then CUDA's cached blocks (a notebook
+    that loads a second 3B policy after training needs the first one's memory back)."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def resolve_device(device=None):
     """`None` -> this process's CUDA device (`cuda:$LOCAL_RANK`) when CUDA is available, else CPU.
     Asking for CUDA without it raises before anything is loaded."""

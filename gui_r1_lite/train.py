@@ -478,17 +478,22 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
-def start_and_end(path: str | os.PathLike) -> dict[str, dict]:
-    """The first and the last training-step records of a run's metrics.jsonl (those with a
-    `loss`), numbers only: how the rewards, KL and loss moved over the run."""
+def start_and_end(path: str | os.PathLike, window: int = 10) -> dict[str, dict]:
+    """How the rewards, KL and loss moved over a run: the mean of each number over the first and
+    over the last `window` training-step records of its metrics.jsonl (those with a `loss`; one
+    GRPO step scores only a few prompts, so a single step says little). `steps` says which."""
     steps = [r for r in read_metrics(path) if "loss" in r]
     if not steps:
         return {"start": {}, "end": {}}
+    window = max(1, min(window, len(steps)))
 
-    def numbers(rec: dict) -> dict:
-        return {k: v for k, v in rec.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    def mean_of(recs: list[dict]) -> dict:
+        keys = [k for k, v in recs[0].items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        out = {k: sum(float(r[k]) for r in recs if k in r) / sum(1 for r in recs if k in r) for k in keys}
+        out["steps"] = [recs[0]["step"], recs[-1]["step"]]
+        return out
 
-    return {"start": numbers(steps[0]), "end": numbers(steps[-1])}
+    return {"start": mean_of(steps[:window]), "end": mean_of(steps[-window:])}
 
 
 def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32") -> Path:

@@ -14,6 +14,11 @@ from gui_r1_lite import pipeline
 def test_whole_cpu_mini_pipeline(tmp_path):
     run = tmp_path / "run"
     assert pipeline.main(["--out", str(run)]) == 0
+    check_summary(run)
+
+
+def check_summary(run) -> None:
+    """What a finished cpu-mini run must hold (also usable on any run folder)."""
     summary = json.loads((run / "summary.json").read_text())
     stems = [p.stem for p in pipeline.notebook_paths()]
     assert list(summary["seconds"]) == stems and all((run / "notebooks" / f"{s}.ipynb").exists() for s in stems)
@@ -30,7 +35,7 @@ def test_whole_cpu_mini_pipeline(tmp_path):
             assert len(v["per_seed"]) == 3 and all(0.0 <= x <= 1.0 for x in v["per_seed"]), (arm, metric)
     details = summary["results"]["04_grpo_training"]["miniature_details"]
     assert details["n_heldout"] >= 200
-    policies = summary["evaluation"]["policies"]
+    policies = summary["evaluation"]  # policy -> benchmark file -> metrics
     assert {"oracle", "random", "base", "trained"} <= set(policies)
     for per_file in policies["oracle"].values():
         assert per_file["action"]["strict_step_success"] == 1.0
