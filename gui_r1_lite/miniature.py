@@ -1,7 +1,7 @@
 """GUI-R1 in miniature: does GRPO with the GUI-R1 rule-based reward beat SFT on the same samples,
 measured on held-out MiniWoB++ pages, with a tiny Qwen2.5-VL on two CPU cores in minutes?
 
-Design (the figures behind each choice are in the README):
+Design (the README's miniature section has the figures):
 
 - Data: MiniWoB++ training pages (`miniwob_train.parquet`, seeds 0-29). Training uses seeds
   `train_seeds` (0-24); seeds 25-29 are the validation split every choice below was made on
@@ -80,7 +80,8 @@ ALL_TASKS: tuple[str, ...] = (
 #: (login form, text field + Submit, collapsible section, option list + Submit, tab strip, dialog).
 LAYOUT_TASKS: tuple[str, ...] = ("login-user", "enter-text", "click-collapsible", "click-option", "click-tab",
                                  "click-dialog")
-#: The task mix trained and evaluated (set on the validation split; see the README's table).
+#: The task mix trained and evaluated: the layout tasks, which a model this small learns in minutes
+#: (the README's miniature section); `tasks=None` trains and scores every task.
 DEFAULT_TASKS: tuple[str, ...] = LAYOUT_TASKS
 
 _ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
@@ -313,7 +314,7 @@ def _train(settings: MiniatureSettings, folder: Path, *, method: str, model: str
     result = train(cfg, callbacks=list(callbacks))
     prompts_per_step = settings.sft_batch if method == "sft" else settings.grpo_prompts_per_step
     return {"method": method, "steps": result.global_step, "adapter_dir": result.adapter_dir,
-            "base_model": str(Path(cfg.model if cfg.model != "tiny" else Path(folder) / "base_model")),
+            "base_model": result.base_model,
             "prompt_visits": result.global_step * prompts_per_step,
             "completions": result.global_step * (settings.grpo_prompts_per_step * settings.num_generations
                                                  if method == "grpo" else 0),
@@ -325,12 +326,6 @@ def _policy_args(settings: MiniatureSettings, stage: dict) -> tuple[str, str | N
     if settings.lora:
         return stage["base_model"], stage["adapter_dir"]
     return stage["adapter_dir"], None  # full fine-tuning saves the whole model there
-
-
-def _continuation(settings: MiniatureSettings, warm: dict) -> tuple[str, str | None]:
-    """(`model`, `init_adapter`) for a stage that starts from the warm start."""
-    model, adapter = _policy_args(settings, warm)
-    return model, adapter
 
 
 def arm_metrics(summary: dict, records: Sequence[dict]) -> dict[str, float]:
@@ -402,7 +397,7 @@ def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, 
         settings, sd / "warm", method="sft", model="tiny", init_adapter=None, train_file=data["train"],
         steps=settings.warm_steps, lr=settings.sft_lr, seed=seed, tiny_seed=seed,
         scheduler=settings.warm_scheduler, callbacks=callbacks), progress, fresh=True)
-    model, adapter = _continuation(settings, stages["warm"])
+    model, adapter = _policy_args(settings, stages["warm"])  # both arms start from the warm start
     stages["grpo"] = _stage(sd / "grpo", lambda: _train(
         settings, sd / "grpo", method="grpo", model=model, init_adapter=adapter, train_file=data["train"],
         steps=settings.grpo_steps, lr=settings.grpo_lr, seed=seed, tiny_seed=seed,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,15 @@ def test_sft_lowers_its_loss(toy_data, tmp_path):
     result = train(cfg)
     losses = [r["loss"] for r in read_metrics(result.metrics_path) if "loss" in r]
     assert len(losses) == 12 and sum(losses[-3:]) / 3 < 0.95 * sum(losses[:3]) / 3, losses
+
+
+def test_start_and_end_average_the_first_and_last_steps(tmp_path):
+    from gui_r1_lite.train import start_and_end
+
+    lines = [{"step": i, "loss": 0.0, "reward": float(i), "kl": 0.1} for i in range(1, 21)]
+    lines.append({"step": 20, "train_runtime": 9.0})  # the end-of-run summary has no loss
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    ends = start_and_end(tmp_path, window=4)
+    assert ends["start"]["reward"] == 2.5 and ends["start"]["steps"] == [1, 4]
+    assert ends["end"]["reward"] == 18.5 and ends["end"]["steps"] == [17, 20] and "train_runtime" not in ends["end"]
+    assert start_and_end(tmp_path, window=100)["start"]["reward"] == 10.5
