@@ -7,15 +7,12 @@ parse among adversarial completions of up to 100 KB. Prints medians of repeated 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-from pathlib import Path
 
 from gui_r1_lite.actions import parse_completion
+from gui_r1_lite.reference import reward_cases
 from gui_r1_lite.rewards import gui_r1_score
-
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gui_r1_reward_cases.jsonl"
 
 
 def adversarial() -> dict[str, str]:
@@ -42,7 +39,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50, help="passes over the 240 cases per round")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
-    cases = [json.loads(line) for line in FIXTURES.read_text().splitlines() if line.strip()]
+    cases = reward_cases()
     work = [(c["completion"], c["gt_action"], c["gt_bbox"], c["gt_input_text"]) for c in cases] * args.repeat
 
     for compat in ("official", "strict"):

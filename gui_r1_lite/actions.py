@@ -12,8 +12,9 @@ import ast
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Iterable, Literal, Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 Compat = Literal["official", "strict"]
 COMPATS: tuple[str, ...] = ("official", "strict")

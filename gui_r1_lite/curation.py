@@ -8,8 +8,8 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from .actions import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, Compat
 from .data import Dataset, Sample, to_train_rows, with_extras

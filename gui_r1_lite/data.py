@@ -13,9 +13,10 @@ import os
 import re
 import socket
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 from urllib.parse import urlparse
 
 from PIL import Image

@@ -16,8 +16,9 @@ import os
 import random
 import sys
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from .actions import (
     GUI_R1_MAX_PIXELS,

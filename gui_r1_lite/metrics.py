@@ -12,7 +12,8 @@ x1, y1, x2, y2, 2 values x, y, or [-100, -100] for no target), `image_size` [W, 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .actions import NO_POINT, POINT_ACTIONS
 from .rewards import _point_hits, text_f1

@@ -45,9 +45,10 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from .profiles import PROFILES
 
@@ -145,14 +146,14 @@ class MiniatureSettings:
     eval_limit: int | None = None
 
     @classmethod
-    def from_overrides(cls, base: "MiniatureSettings | None" = None, **overrides: Any) -> "MiniatureSettings":
+    def from_overrides(cls, base: MiniatureSettings | None = None, **overrides: Any) -> MiniatureSettings:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise TypeError(f"unknown miniature setting(s) {unknown}; valid: {sorted(known)}")
         return dataclasses.replace(base or cls(), **overrides)
 
-    def validate(self) -> "MiniatureSettings":
+    def validate(self) -> MiniatureSettings:
         if self.fair not in FAIR_MODES:
             raise ValueError(f"fair must be one of {FAIR_MODES}, got {self.fair!r}")
         if self.warm_steps < 1:

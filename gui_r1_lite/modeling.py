@@ -53,7 +53,7 @@ class LoraSettings:
             raise ValueError(f"LoraSettings.bias must be 'none', 'all' or 'lora_only', got {self.bias!r}")
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "LoraSettings":
+    def from_dict(cls, values: dict[str, Any]) -> LoraSettings:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -377,7 +377,6 @@ def load_policy(
     Configuration errors (unknown quantisation, bitsandbytes missing, CUDA asked for but absent,
     lora together with adapter) are raised before anything is loaded.
     """
-    import torch
 
     settings = _resolve_lora(lora)
     if adapter is not None and lora not in (True, None, False):

@@ -8,7 +8,8 @@ names to functions with TRL's contract `fn(completions, **dataset_columns) -> li
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .actions import (
     COMPATS,

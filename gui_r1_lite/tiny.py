@@ -9,7 +9,16 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from .actions import ACTION_SPACES, NO_POINT, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS, Action, format_answer
+from .actions import (
+    ACTION_SPACES,
+    NO_POINT,
+    NO_TEXT,
+    POINT_ACTIONS,
+    SCROLL_DIRECTIONS,
+    TEXT_ACTIONS,
+    Action,
+    format_answer,
+)
 from .prompts import NO_HISTORY, prompt_text
 
 # Special tokens in Qwen2.5-VL's order; they follow the BPE vocabulary as in the released

@@ -100,7 +100,7 @@ class TrainConfig:
         return [f.name for f in dataclasses.fields(cls)]
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any], source: str = "config") -> "TrainConfig":
+    def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
         unknown = sorted(set(values) - set(cls.field_names()))
         if unknown:
             raise ConfigError(f"{source}: unknown key(s) {unknown}; valid keys: {cls.field_names()}")
@@ -115,7 +115,7 @@ class TrainConfig:
         return cls(**values)
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> "TrainConfig":
+    def from_yaml(cls, path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         p = Path(path)
         try:
             values = yaml.safe_load(p.read_text()) or {}
@@ -126,7 +126,7 @@ class TrainConfig:
         return cls.from_dict({**values, **overrides}, source=str(p))
 
     @classmethod
-    def from_cli(cls, argv: list[str] | None = None) -> "TrainConfig":
+    def from_cli(cls, argv: list[str] | None = None) -> TrainConfig:
         ap = argparse.ArgumentParser(prog="python -m gui_r1_lite.train",
                                      description="GRPO / SFT training of a Qwen2.5-VL GUI agent.")
         ap.add_argument("--config", help="YAML recipe (configs/*.yaml); flags override it")
@@ -155,7 +155,7 @@ class TrainConfig:
     def world_size(self) -> int:
         return int(os.environ.get("WORLD_SIZE", "1"))
 
-    def validate(self) -> "TrainConfig":
+    def validate(self) -> TrainConfig:
         if self.method not in METHODS:
             raise ConfigError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.compat not in COMPATS:

@@ -5,7 +5,7 @@ grids of them, and reward maps. Everything renders headless (Agg) so papermill r
 from __future__ import annotations
 
 import textwrap
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib
 

@@ -240,8 +240,8 @@ def test_package_imports_without_browser_modules():
 
 def _have_browser() -> bool:
     try:
-        import playwright.sync_api  # noqa: F401
         import miniwob  # noqa: F401
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         return False
     return os.access("/usr/bin/chromium", os.X_OK)

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gui_r1_lite.actions import Action, format_answer
+from gui_r1_lite.reference import reward_cases
 from gui_r1_lite.rewards import (
     REWARDS,
     build_rewards,
@@ -23,8 +24,7 @@ from gui_r1_lite.rewards import (
     text_f1,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "gui_r1_reward_cases.jsonl"
-CASES = [json.loads(line) for line in FIXTURES.read_text().splitlines() if line.strip()]
+CASES = reward_cases()
 
 
 def test_fixture_file_is_complete():
@@ -49,11 +49,7 @@ def reference_official(completion, gt_action, gt_bbox, gt_input_text):
             for it in items if ok else []:
                 if not (isinstance(it, dict) and {"action", "point", "input_text"} <= it.keys()
                         and isinstance(it["action"], str) and isinstance(it["input_text"], str)
-                        and isinstance(it["point"][0], int) and isinstance(it["point"][1], int)):
-                    ok = False
-                elif it["action"] in ("type", "select", "open_app") and it["input_text"] == "no input text":
-                    ok = False
-                elif it["action"] == "scroll" and it["input_text"] not in ("left", "right", "up", "down"):
+                        and isinstance(it["point"][0], int) and isinstance(it["point"][1], int)) or it["action"] in ("type", "select", "open_app") and it["input_text"] == "no input text" or it["action"] == "scroll" and it["input_text"] not in ("left", "right", "up", "down"):
                     ok = False
             fmt = 1.0 if ok else 0.0
         except Exception:

@@ -6,8 +6,8 @@ boxes from the page (`getBoundingClientRect`, CSS px; image px = CSS px x device
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from .common import CHROMIUM, Shot, encode_png, require_playwright
 

@@ -9,9 +9,9 @@ import io
 import os
 import re
 import shutil
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from gui_r1_lite.actions import ACTION_SPACES, NO_POINT, NO_TEXT, POINT_ACTIONS
 

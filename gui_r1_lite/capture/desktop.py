@@ -13,12 +13,21 @@ import random
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
-from .common import (SYSTEM_PYTHON, CaptureDependencyError, Shot, Step, box_center, encode_png, quote,
-                     require_executable, write_steps)
+from .common import (
+    SYSTEM_PYTHON,
+    CaptureDependencyError,
+    Shot,
+    Step,
+    box_center,
+    encode_png,
+    quote,
+    require_executable,
+    write_steps,
+)
 
 APP = "mousepad"
 SCREEN = (1280, 800)
@@ -110,7 +119,7 @@ class XSession:
         self.procs.append(p)
         return p
 
-    def __enter__(self) -> "XSession":
+    def __enter__(self) -> XSession:
         try:
             w, h = SCREEN
             self._start(["Xvfb", self.display, "-screen", "0", f"{w}x{h}x24", "-nolisten", "tcp", "-dpi", "96"])
@@ -302,7 +311,7 @@ class Recorder:
                                    split=self.split, instruction=instruction_for(n), task_type="low",
                                    action="click", shot=shot, box=n.box, ui_type=ui_type_of(n)))
 
-    def task(self, part: str, instruction: str) -> "DesktopTask":
+    def task(self, part: str, instruction: str) -> DesktopTask:
         return DesktopTask(self, part, instruction)
 
 

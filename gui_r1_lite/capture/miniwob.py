@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .common import CaptureDependencyError, Step, box_center, quote
 

@@ -16,9 +16,9 @@ import random
 import re
 import subprocess
 import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .common import CaptureDependencyError, Step, box_center, quote, write_steps
 
