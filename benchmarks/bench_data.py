@@ -33,7 +33,8 @@ def main() -> None:
             t2 = time.perf_counter()
             load_rates.append(len(ds) / (t1 - t0))
             total_rates.append(len(rows) / (t2 - t0))
-        print(f"{profile:8s} pixels [{p.min_pixels:,}, {p.max_pixels:,}]: {len(ds)} rows from {len(ds.report.files)} files; "
+        print(f"{profile:8s} pixels [{p.min_pixels:,}, {p.max_pixels:,}]: {len(ds)} rows "
+              f"from {len(ds.report.files)} files; "
               f"load+validate {statistics.median(load_rates):7.1f} rows/s; "
               f"load+validate+resize+convert {statistics.median(total_rates):7.1f} rows/s (median of {args.rounds})")
 

@@ -25,8 +25,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gui_r1_lite import evaluate as E  # noqa: E402
-from gui_r1_lite import metrics as M  # noqa: E402
+from gui_r1_lite import evaluate, metrics  # noqa: E402
 
 
 def synthetic_records(n: int, seed: int = 0) -> list[dict]:
@@ -89,7 +88,7 @@ def main() -> None:
     rates = []
     for _ in range(args.rounds):
         t0 = time.perf_counter()
-        M.summarize(records, "synthetic")
+        metrics.summarize(records, "synthetic")
         rates.append(len(records) / (time.perf_counter() - t0))
     print(f"metrics.summarize: {statistics.median(rates):,.0f} records/s "
           f"(median of {args.rounds} passes over {len(records):,} synthetic records)")
@@ -102,8 +101,7 @@ def main() -> None:
         tmp = Path(tmp)
         data = ROOT / "data_samples" / "test"
         if not list(data.glob("*.parquet")):
-            sys.path.insert(0, str(ROOT / "tests"))
-            from test_evaluate import write_benchmark_files
+            from tests.helpers import write_benchmark_files
 
             data = tmp / "data"
             write_benchmark_files(data)
@@ -115,13 +113,13 @@ def main() -> None:
               f"max_new_tokens {args.max_new_tokens}, tiny Qwen2.5-VL on CPU, greedy")
         policy = load_policy(build_tiny_model(tmp / "tiny"), lora=None, min_pixels=TINY_MIN_PIXELS,
                              max_pixels=TINY_MAX_PIXELS, device="cpu")
-        warm = E.ModelCompleter(policy)
-        E.predict(warm, rows[:2], tmp / "warm.jsonl", batch_size=2, max_new_tokens=4, progress=False)
+        warm = evaluate.ModelCompleter(policy)
+        evaluate.predict(warm, rows[:2], tmp / "warm.jsonl", batch_size=2, max_new_tokens=4, progress=False)
         for bs in (int(b) for b in args.batch_sizes.split(",")):
-            timed = Timed(E.ModelCompleter(policy))
+            timed = Timed(evaluate.ModelCompleter(policy))
             t0 = time.perf_counter()
             # a wrapped completer does not expose the processor: pass its bounds
-            E.predict(timed, rows, tmp / f"bs{bs}.jsonl", batch_size=bs, max_new_tokens=args.max_new_tokens,
+            evaluate.predict(timed, rows, tmp / f"bs{bs}.jsonl", batch_size=bs, max_new_tokens=args.max_new_tokens,
                       min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS, progress=False)
             total = time.perf_counter() - t0
             per_batch = statistics.median(n / s for s, n in timed.seconds)

@@ -10,7 +10,7 @@ import argparse
 import statistics
 import time
 
-from gui_r1_lite.actions import parse_completion
+from gui_r1_lite.actions import COMPATS, parse_completion
 from gui_r1_lite.reference import reward_cases
 from gui_r1_lite.rewards import gui_r1_score
 
@@ -42,7 +42,7 @@ def main() -> None:
     cases = reward_cases()
     work = [(c["completion"], c["gt_action"], c["gt_bbox"], c["gt_input_text"]) for c in cases] * args.repeat
 
-    for compat in ("official", "strict"):
+    for compat in COMPATS:
         rates = []
         for _ in range(args.rounds):
             t0 = time.perf_counter()
@@ -55,7 +55,7 @@ def main() -> None:
     worst = ("", 0.0)
     for name, text in adversarial().items():
         times = []
-        for compat in ("official", "strict"):
+        for compat in COMPATS:
             for _ in range(args.rounds):
                 t0 = time.perf_counter()
                 parse_completion(text, compat)

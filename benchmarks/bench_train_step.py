@@ -1,4 +1,4 @@
-"""Where a GRPO step's time goes: the tiny Qwen2.5-VL on CPU through the real `gui_r1_lite.train.train`
+"""Where a GRPO step's time goes: the tiny Qwen2.5-VL on CPU through the real `gui_r1_lite.training.train`
 path (cpu-mini pixel bounds, 2 prompts x 4 generations, 32 completion tokens, LoRA, beta 0.01) on
 `data_samples/train/miniwob_train.parquet`.
 
@@ -44,8 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from gui_r1_lite import modeling, rewards  # noqa: E402
-from gui_r1_lite import train as T  # noqa: E402
+from gui_r1_lite import modeling, rewards, training  # noqa: E402
 from gui_r1_lite.profiles import get_profile  # noqa: E402
 
 DATA = ROOT / "data_samples" / "train" / "miniwob_train.parquet"
@@ -203,14 +202,14 @@ def main() -> None:
     install_wrappers()
     clock = step_clock()
     with tempfile.TemporaryDirectory(prefix="bench_train_step-") as tmp:
-        cfg = T.TrainConfig(
+        cfg = training.TrainConfig.from_dict(dict(
             method="grpo", model="tiny", tiny=BIG if args.big else {}, train_data=args.data,
             min_pixels=profile.min_pixels, max_pixels=profile.max_pixels, num_generations=4,
             per_device_train_batch_size=8,  # 2 prompts x 4 generations
             max_completion_length=32, max_steps=args.steps, logging_steps=1, save_steps=args.steps + 1,
-            save_total_limit=1, device="cpu", output_dir=args.out or str(Path(tmp) / "run"))
+            save_total_limit=1, device="cpu", output_dir=args.out or str(Path(tmp) / "run")), source="benchmark")
         t0 = time.perf_counter()
-        T.train(cfg, callbacks=[clock])
+        training.train(cfg, callbacks=[clock])
         wall = time.perf_counter() - t0
 
     steps = clock.steps[args.warmup:]

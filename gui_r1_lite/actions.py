@@ -1,26 +1,27 @@
 """The unified GUI action space: the `Action` record, the action spaces of GUI-R1's tasks and
-benchmarks, reading a model completion into actions (literals only, never `eval`), writing the
-canonical answer, and the three coordinate frames (normalised, model-resized, original pixels).
+benchmarks, the action categories the rules check (point actions, text actions), reading a model
+completion into actions (literals only, never `eval`) and writing the canonical answer.
 
-This is the only module that knows what an action looks like; prompts, rewards, data and
-evaluation all go through it.
+This is the only module that knows what an action looks like; prompts, rewards, data, metrics and
+evaluation all go through it. Points, boxes and pixel frames live in `geometry`.
 """
 
 from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
+from .geometry import NO_POINT, has_target, is_finite_number, target_point
+
+#: `official` reproduces the original GUI-R1 exactly; `strict` is the corrected reading and scoring.
 Compat = Literal["official", "strict"]
-COMPATS: tuple[str, ...] = ("official", "strict")
+COMPATS: tuple[str, ...] = get_args(Compat)
 
 NO_TEXT = "no input text"
-NO_POINT: tuple[int, int] = (-100, -100)
 SCROLL_DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 
 # --- action spaces (the original's, one place) ------------------------------------------------
@@ -31,9 +32,11 @@ ACTION_SPACES: dict[str, tuple[str, ...]] = {
     "screenspot": ("click",),
     "screenspot_pro": ("click",),
     "androidcontrol": ("wait", "long_press", "click", "press_back", "type", "open_app", "scroll"),
-    "guiodyssey": ("press_back", "press_recent", "press_home", "complete", "long_press", "scroll", "click", "impossible", "type"),
+    "guiodyssey": ("press_back", "press_recent", "press_home", "complete", "long_press", "scroll", "click",
+                   "impossible", "type"),
     "guiact_web": ("scroll", "click", "complete"),
-    "omniact_web": ("press_tab", "moveto", "rightclick", "press_enter", "scroll", "click", "press_down", "hotkey", "press_space", "doubleclick"),
+    "omniact_web": ("press_tab", "moveto", "rightclick", "press_enter", "scroll", "click", "press_down", "hotkey",
+                    "press_space", "doubleclick"),
     "omniact_desktop": ("click", "moveto", "press_pgdn"),
 }
 
@@ -49,10 +52,24 @@ BENCHMARK_SPACES: dict[str, str] = {
     "omniact_desktop_test": "omniact_desktop",
 }
 
-#: Actions whose target is a point on the screen.
+#: Actions whose target is a point on the screen (the strict reward, the GR metric and step success check it).
 POINT_ACTIONS: frozenset[str] = frozenset({"click", "long_press", "doubleclick", "rightclick", "moveto"})
-#: Actions that need an input text (official format rule 5 checks the first three).
+#: Actions that need an input text (the strict reward and the Text metric check it).
 TEXT_ACTIONS: frozenset[str] = frozenset({"type", "select", "open_app", "scroll"})
+#: Text actions whose text is free: "no input text" is not an answer for them (format rule 5);
+#: scroll's text is one of `SCROLL_DIRECTIONS` instead.
+FREE_TEXT_ACTIONS: frozenset[str] = TEXT_ACTIONS - {"scroll"}
+#: The original's accuracy reward checks the point of a click only, and the text of these three
+#: only (never open_app's): narrower than `POINT_ACTIONS` / `TEXT_ACTIONS` on purpose, to match it.
+OFFICIAL_REWARD_POINT_ACTIONS: frozenset[str] = frozenset({"click"})
+OFFICIAL_REWARD_TEXT_ACTIONS: frozenset[str] = frozenset({"type", "select", "scroll"})
+
+
+def check_compat(compat: str) -> Compat:
+    """`compat` itself when it is one of `COMPATS`; else a ValueError naming the allowed values."""
+    if compat not in COMPATS:
+        raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
+    return compat  # type: ignore[return-value]
 
 
 def action_space(name: str) -> tuple[str, ...]:
@@ -82,7 +99,7 @@ class Action:
 
     @property
     def has_point(self) -> bool:
-        return tuple(self.point) != NO_POINT
+        return has_target(self.point)
 
     def to_dict(self) -> dict:
         return {"action": self.action, "point": [self.point[0], self.point[1]], "input_text": self.input_text}
@@ -91,13 +108,8 @@ class Action:
 def target_action(gt_action: str, gt_bbox: Sequence[float], gt_input_text: str = NO_TEXT) -> Action:
     """The action a perfect policy answers for a ground truth: the centre of the box (or the
     point), rounded to integer pixels of the frame `gt_bbox` is in; no point when there is none."""
-    box = [float(v) for v in gt_bbox]
-    if len(box) == 4:
-        point = (int(round((box[0] + box[2]) / 2)), int(round((box[1] + box[3]) / 2)))
-    elif len(box) == 2 and tuple(box) != NO_POINT:
-        point = (int(round(box[0])), int(round(box[1])))
-    else:
-        point = NO_POINT
+    target = target_point(gt_bbox)
+    point = NO_POINT if target is None else (int(round(target[0])), int(round(target[1])))
     return Action(gt_action, point, gt_input_text)
 
 
@@ -142,6 +154,8 @@ class ParseResult:
     and `error` say whether the completion meets the format of the chosen compat mode and, if
     not, why; `prediction` is the action a metric scores (official: the original's pattern
     reading, which can disagree with the literal; strict: the first literal action).
+    `point_read` says whether `prediction.point` came from the completion: the official reading
+    puts (0, 0) where its pattern finds no point, and strict puts "no point" where the item has none.
     """
 
     compat: str
@@ -150,6 +164,7 @@ class ParseResult:
     answer: str | None
     actions: tuple[Action, ...] = ()
     prediction: Action | None = None
+    point_read: bool = False
 
 
 def answer_content(text: str) -> str | None:
@@ -203,7 +218,7 @@ def _official_items(value: object) -> tuple[tuple[Action, ...], str | None]:
                 return (), f"item {i}: 'action' and 'input_text' must be strings"
             if not (isinstance(point[0], int) and isinstance(point[1], int)):
                 return (), f"item {i}: point must hold two integers, got {point!r}"
-            if name in ("type", "select", "open_app") and text == NO_TEXT:
+            if name in FREE_TEXT_ACTIONS and text == NO_TEXT:
                 return (), f"item {i}: {name!r} needs an input text"
             if name == "scroll" and text not in SCROLL_DIRECTIONS:
                 return (), f"item {i}: scroll needs one of {list(SCROLL_DIRECTIONS)}, got {text!r}"
@@ -255,22 +270,23 @@ def _official_point(content: str) -> tuple[int, int] | None:
 def official_prediction(text: str) -> Action:
     """The original's pattern reading of a completion: first `'action': '…'`, first
     `'input_text': '…'`, and the `{…[x, y]…}` point; defaults `no action`, `no input text`, (0, 0)."""
+    return _official_reading(text)[0]
+
+
+def _official_reading(text: str) -> tuple[Action, bool]:
+    """`official_prediction` and whether its point was matched (rather than the (0, 0) default)."""
     content = answer_content(text)
     if content is None:
-        return Action("no action", (0, 0), NO_TEXT)
+        return Action("no action", (0, 0), NO_TEXT), False
     m = _ACTION_RE.search(content)
     name = m.group(1) if m else "no action"
     m = _TEXT_RE.search(content)
     input_text = m.group(1) if m else NO_TEXT
     point = _official_point(content)
-    return Action(name, point if point is not None else (0, 0), input_text)
+    return Action(name, point if point is not None else (0, 0), input_text), point is not None
 
 
 _STRICT_LAYOUT = re.compile(r"\s*<think>.*?</think>\s*<answer>.*?</answer>\s*", re.DOTALL)
-
-
-def _is_number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _strict_items(value: object) -> tuple[tuple[Action, ...], str | None]:
@@ -287,12 +303,12 @@ def _strict_items(value: object) -> tuple[tuple[Action, ...], str | None]:
             return (), f"item {i}: 'action' must be a non-empty string"
         name = name.strip().lower()
         point = item.get("point", list(NO_POINT))
-        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(_is_number(v) for v in point)):
+        if not (isinstance(point, (list, tuple)) and len(point) == 2 and all(is_finite_number(v) for v in point)):
             return (), f"item {i}: point must be two numbers, got {point!r}"
         text = item.get("input_text", NO_TEXT)
         if not isinstance(text, str):
             return (), f"item {i}: 'input_text' must be a string"
-        if name in ("type", "select", "open_app") and text.strip().lower() in ("", NO_TEXT):
+        if name in FREE_TEXT_ACTIONS and text.strip().lower() in ("", NO_TEXT):
             return (), f"item {i}: {name!r} needs an input text"
         if name == "scroll" and text.strip().lower() not in SCROLL_DIRECTIONS:
             return (), f"item {i}: scroll needs one of {list(SCROLL_DIRECTIONS)}, got {text!r}"
@@ -320,20 +336,20 @@ def parse_completion(text: str, compat: Compat = "official") -> ParseResult:
     strict: JSON or Python literals, case-insensitive names, float/negative points; one reading
     serves format and accuracy, and `prediction` is the first action.
     """
-    if compat not in COMPATS:
-        raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
+    check_compat(compat)
     if not isinstance(text, str):
         return ParseResult(compat, False, f"completion is a {type(text).__name__}, expected str", None)
     content = answer_content(text)
     if compat == "official":
-        prediction = official_prediction(text)
+        prediction, point_read = _official_reading(text)
         if not _official_layout_ok(text):
-            return ParseResult(compat, False, "not exactly <think>…</think> <answer>…</answer>", content, (), prediction)
+            error = "not exactly <think>…</think> <answer>…</answer>"
+            return ParseResult(compat, False, error, content, (), prediction, point_read)
         value, err = read_literal(content)  # layout ok implies an answer block exists
         if err is not None:
-            return ParseResult(compat, False, err, content, (), prediction)
+            return ParseResult(compat, False, err, content, (), prediction, point_read)
         actions, err = _official_items(value)
-        return ParseResult(compat, err is None, err, content, actions, prediction)
+        return ParseResult(compat, err is None, err, content, actions, prediction, point_read)
 
     if content is None:
         return ParseResult(compat, False, "no <answer>…</answer> block", None)
@@ -344,54 +360,5 @@ def parse_completion(text: str, compat: Compat = "official") -> ParseResult:
     prediction = actions[0] if actions else None
     if err is None and not _STRICT_LAYOUT.fullmatch(text):
         err = "answer read, but the completion is not <think>…</think> <answer>…</answer>"
-    return ParseResult(compat, err is None, err, content, actions, prediction)
-
-
-# --- coordinate frames ------------------------------------------------------------------------
-
-#: GUI-R1's training resolution bounds for the Qwen2.5-VL processor.
-GUI_R1_MIN_PIXELS = 262_144
-GUI_R1_MAX_PIXELS = 1_258_291
-QWEN_FACTOR = 28  # patch 14 x spatial merge 2
-
-
-def model_image_size(width: int, height: int, min_pixels: int = GUI_R1_MIN_PIXELS,
-                     max_pixels: int = GUI_R1_MAX_PIXELS, factor: int = QWEN_FACTOR) -> tuple[int, int]:
-    """(width, height) of an image as the Qwen2.5-VL processor resizes it (transformers' own
-    `smart_resize`: multiples of 28, aspect kept, pixel count within [min, max])."""
-    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
-
-    h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
-    return int(w), int(h)
-
-
-def _check_size(size: Sequence[float], what: str) -> tuple[float, float]:
-    if len(size) != 2 or not all(_is_number(v) and v > 0 for v in size):
-        raise ValueError(f"{what} must be (width, height) with positive values, got {size!r}")
-    return float(size[0]), float(size[1])
-
-
-def _scale(coords: Sequence[float], sx: float, sy: float) -> list[float]:
-    if len(coords) not in (2, 4):
-        raise ValueError(f"coordinates must be a point (x, y) or a box (x1, y1, x2, y2), got {list(coords)!r}")
-    return [float(v) * (sx if i % 2 == 0 else sy) for i, v in enumerate(coords)]
-
-
-def normalized_to_pixels(coords: Sequence[float], size: Sequence[float]) -> list[float]:
-    """[0, 1] coordinates (point or box) -> pixels of an image of `size` = (width, height)."""
-    w, h = _check_size(size, "size")
-    return _scale(coords, w, h)
-
-
-def pixels_to_normalized(coords: Sequence[float], size: Sequence[float]) -> list[float]:
-    """Pixels of an image of `size` = (width, height) -> [0, 1] coordinates."""
-    w, h = _check_size(size, "size")
-    return _scale(coords, 1.0 / w, 1.0 / h)
-
-
-def rescale_pixels(coords: Sequence[float], from_size: Sequence[float], to_size: Sequence[float]) -> list[float]:
-    """Pixels of one frame -> pixels of another (model-resized <-> original), as the original
-    evaluation maps predictions back: multiply by to/from per axis."""
-    fw, fh = _check_size(from_size, "from_size")
-    tw, th = _check_size(to_size, "to_size")
-    return _scale(coords, tw / fw, th / fh)
+    point_read = prediction is not None and prediction.has_point
+    return ParseResult(compat, err is None, err, content, actions, prediction, point_read)

@@ -10,10 +10,12 @@ COMMANDS = {
     "capture": "gui_r1_lite.capture.__main__",
     "train": "gui_r1_lite.train",
     "evaluate": "gui_r1_lite.evaluate",
+    "miniature": "gui_r1_lite.miniature.__main__",
 }
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Dispatch `argv[0]` to its module's `main` with the rest; 2 (and the usage) for an unknown command."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print("usage: gui-r1-lite {" + ",".join(COMMANDS) + "} [options]   (each takes --help)")

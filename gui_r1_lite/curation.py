@@ -11,8 +11,9 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .actions import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, Compat
+from .actions import Compat
 from .data import Dataset, Sample, to_train_rows, with_extras
+from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from .rewards import completion_text, gui_r1_score
 
 #: A policy for difficulty scoring: given TRL train rows (prompt, image in the model frame, ...)
@@ -66,7 +67,8 @@ def deduplicate(samples: Sequence[Sample]) -> tuple[list[Sample], FilterReport]:
     return kept, FilterReport("deduplicate", len(samples), len(kept), dropped)
 
 
-def group_key(s: Sample, by: Sequence[str] = ("platform", "gt_action")) -> tuple[str, ...]:
+def balance_key(s: Sample, by: Sequence[str] = ("platform", "gt_action")) -> tuple[str, ...]:
+    """The group `balance` counts `s` in: its `by` fields ("unknown" where one is empty)."""
     return tuple(str(getattr(s, f) or "unknown") for f in by)
 
 
@@ -76,7 +78,7 @@ def balance(samples: Sequence[Sample], per_group: int | dict[tuple[str, ...], in
     combination of `by` fields, chosen at random with `seed`; the original order is kept."""
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
-        groups[group_key(s, by)].append(i)
+        groups[balance_key(s, by)].append(i)
     rng = random.Random(seed)
     keep: set[int] = set()
     dropped = Counter()
@@ -126,7 +128,7 @@ def success_rates(samples: Sequence[Sample], policy: SamplingPolicy, k: int = 5,
         outs = policy(rows, k)
         if len(outs) != len(rows):
             raise ValueError(f"policy returned {len(outs)} completion lists for {len(rows)} rows")
-        for row, comps in zip(rows, outs):
+        for row, comps in zip(rows, outs, strict=True):
             if len(comps) != k:
                 raise ValueError(f"policy returned {len(comps)} completions for row {row['id']!r}, expected {k}")
             scores = [gui_r1_score(completion_text(c), row["gt_action"], row["gt_bbox"], row["gt_input_text"],
@@ -147,7 +149,7 @@ def difficulty(samples: Sequence[Sample], policy: SamplingPolicy, k: int = 5,
         raise ValueError(f"band must satisfy 0 <= lo <= hi <= 1, got {band}")
     rates = success_rates(samples, policy, k, compat, min_pixels, max_pixels, batch_size)
     kept, dropped = [], Counter()
-    for s, rate in zip(samples, rates):
+    for s, rate in zip(samples, rates, strict=True):
         s = with_extras(s, success_rate=rate)
         if rate < lo:
             dropped["too hard (success rate below band)" if rate > 0 else "never solved (rate 0)"] += 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import random
 import sys
@@ -21,9 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .actions import (
-    GUI_R1_MAX_PIXELS,
-    GUI_R1_MIN_PIXELS,
-    NO_POINT,
+    COMPATS,
     NO_TEXT,
     POINT_ACTIONS,
     SCROLL_DIRECTIONS,
@@ -32,11 +29,13 @@ from .actions import (
     action_space,
     format_answer,
     parse_completion,
-    rescale_pixels,
     target_action,
 )
 from .data import Dataset, EvalRow, Sample, load_gui_r1, model_view, resolve_files, to_eval_rows, to_model_frame
+from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, NO_POINT, rescale_pixels
 from .metrics import summarize, to_markdown
+from .modeling import QUANTIZATIONS
+from .runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 
 DEFAULT_MAX_NEW_TOKENS = 256
 PREDICTIONS = "predictions.jsonl"
@@ -53,7 +52,10 @@ class Completer(Protocol):
     name: str
 
     def complete(self, rows: Sequence[EvalRow], images: Sequence[Any], keys: Sequence[str],
-                 max_new_tokens: int) -> list[str]: ...
+                 max_new_tokens: int) -> list[str]:
+        """One completion per row: `images` are the rows' screenshots already in the model frame,
+        `keys` the rows' record ids, `max_new_tokens` the longest answer."""
+        ...
 
 
 class OracleBaseline:
@@ -84,7 +86,7 @@ class RandomBaseline:
 
     def complete(self, rows, images, keys, max_new_tokens):
         out = []
-        for row, key in zip(rows, keys):
+        for row, key in zip(rows, keys, strict=True):
             rng = random.Random(f"{self.seed}:{key}")
             name = rng.choice(action_space(row.sample.space))
             w, h = row.model_size
@@ -103,6 +105,7 @@ BASELINES = {"oracle": OracleBaseline, "random": RandomBaseline}
 
 
 def make_baseline(name: str, seed: int = 0) -> Completer:
+    """The baseline called `name` ("oracle" or "random"; `seed` seeds the random one)."""
     if name == "oracle":
         return OracleBaseline()
     if name == "random":
@@ -119,9 +122,10 @@ def processor_pixels(processor) -> tuple[int | None, int | None]:
 
 class ModelCompleter:
     """Batched generation with a loaded policy (`modeling.Policy` or anything with `.model`,
-    `.processor` and `.device`): greedy by default (evaluation); `do_sample=True` with a
-    temperature draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO
-    samples its groups)."""
+    `.processor` and `.device`), named `name` in the records (default: the policy's source).
+    Greedy by default (evaluation); `do_sample=True` samples at `temperature` with nucleus `top_p`
+    and draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO samples its
+    groups)."""
 
     def __init__(self, policy, name: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
                  top_p: float = 1.0, num_return_sequences: int = 1):
@@ -167,7 +171,7 @@ class ModelCompleter:
         grid = inputs.get("image_grid_thw")
         if grid is not None:
             patch = getattr(processor.image_processor, "patch_size", 14)
-            for rid, size, (_, gh, gw) in zip(ids, model_sizes, grid.tolist()):
+            for rid, size, (_, gh, gw) in zip(ids, model_sizes, grid.tolist(), strict=True):
                 seen = (int(gw) * patch, int(gh) * patch)
                 if seen != tuple(size):
                     raise ValueError(
@@ -186,7 +190,7 @@ class ModelCompleter:
                              [r.sample.id for r in rows], max_new_tokens)
 
 
-def as_completer(policy, seed: int = 0) -> Completer:
+def as_completer(policy: Any, seed: int = 0) -> Completer:
     """A baseline name, a `Completer`, or a loaded policy -> something `predict` can call."""
     if isinstance(policy, str):
         return make_baseline(policy, seed)
@@ -246,21 +250,9 @@ def make_record(row: EvalRow, key: str, completion: str, compat: str = "official
 
 
 def read_records(path: str | os.PathLike) -> list[dict]:
-    """Records of a predictions file, in file order; a line cut short by a crash is skipped."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and "id" in rec:
-            out.append(rec)
-    return out
+    """Records of a predictions file, in file order; a line cut short by a crash, and any line
+    without an "id", is skipped (a missing file has none)."""
+    return [r for r in iter_jsonl(path) if "id" in r]
 
 
 def _clean_file(path: Path) -> dict[str, dict]:
@@ -269,25 +261,38 @@ def _clean_file(path: Path) -> dict[str, dict]:
         return {}
     text = path.read_text(encoding="utf-8")
     records = read_records(path)
-    clean = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    if clean != text:
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(clean, encoding="utf-8")
-        tmp.replace(path)
+    if len(text.splitlines()) != len(records) or (text and not text.endswith("\n")):
+        write_jsonl_atomic(path, records)
     return {r["id"]: r for r in records}
 
 
-def predict(policy, rows: Sequence[EvalRow], out_path: str | os.PathLike, batch_size: int = 4,
+def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, batch_size: int = 4,
             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official", *,
             min_pixels: int | None = None, max_pixels: int | None = None, keys: Sequence[str] | None = None,
             seed: int = 0, progress: bool = True) -> list[dict]:
     """Predict every row and append one record per row to `out_path` (JSONL), flushed per batch.
 
     Rows whose id is already in the file are skipped (resume after a crash: nothing computed is
-    lost, and the finished file equals an uninterrupted run's). Images go to the policy already
-    resized by `data.model_view` with `min_pixels`/`max_pixels` (default: the processor's bounds
-    for a model, GUI-R1's for a baseline), which must be the bounds `rows` were made with.
-    Returns the records of `rows`, in order.
+    lost, and the finished file equals an uninterrupted run's).
+
+    Args:
+        policy: what answers: a baseline name ("oracle", "random"), a `Completer`, or a loaded
+            policy (`modeling.Policy`), see `as_completer`.
+        rows: the rows to predict (`data.to_eval_rows`), made with the same pixel bounds as below.
+        out_path: the predictions JSONL file; records already in it are kept and not recomputed.
+        batch_size: rows per call of the policy (at least 1).
+        max_new_tokens: the longest completion generated.
+        compat: how completions are read (`actions.parse_completion`): "official" or "strict";
+            resuming a file read with another `compat` is refused.
+        min_pixels: the lower resize bound of the images (default: the processor's for a model,
+            GUI-R1's for a baseline); it must be the one `rows` were made with.
+        max_pixels: the upper resize bound, likewise.
+        keys: one unique record id per row (default `row_keys`: the sample ids, `#2`, … on repeats).
+        seed: the random baseline's seed when `policy` is "random".
+        progress: show a progress bar.
+
+    Returns:
+        The records of `rows`, in order (`make_record`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -305,37 +310,40 @@ def predict(policy, rows: Sequence[EvalRow], out_path: str | os.PathLike, batch_
     if other:
         raise ValueError(f"{out_path} holds records read with compat={sorted(map(str, other))}, not {compat!r}; "
                          "resume with the same compat or write to another file")
-    todo = [(k, r) for k, r in zip(keys, rows) if k not in done]
+    todo = [(k, r) for k, r in zip(keys, rows, strict=True) if k not in done]
 
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc=f"predict {completer.name}",
                disable=not progress, leave=False)
     try:
-        with out_path.open("a", encoding="utf-8") as fh:
-            for start in range(0, len(todo), batch_size):
-                batch = todo[start:start + batch_size]
-                images = []
-                for key, row in batch:
-                    image, size = model_view(row.sample, lo, hi)
-                    if tuple(size) != tuple(row.model_size):
-                        raise ValueError(f"row {key}: model_view gives {size} but the row was made for "
-                                         f"{tuple(row.model_size)}; use the same min/max pixels for both")
-                    images.append(image)
-                completions = completer.complete([r for _, r in batch], images, [k for k, _ in batch],
-                                                 max_new_tokens)
-                if len(completions) != len(batch):
-                    raise RuntimeError(f"{completer.name} returned {len(completions)} completions "
-                                       f"for {len(batch)} rows")
-                for (key, row), text in zip(batch, completions):
-                    rec = make_record(row, key, text, compat)
-                    done[key] = rec
-                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                fh.flush()
-                bar.update(len(batch))
+        for start in range(0, len(todo), batch_size):
+            batch = todo[start:start + batch_size]
+            completions = _complete_batch(completer, batch, lo, hi, max_new_tokens)
+            records = [make_record(row, key, text, compat)
+                       for (key, row), text in zip(batch, completions, strict=True)]
+            append_jsonl(out_path, records)  # flushed per batch: a crash loses at most this batch
+            done.update((r["id"], r) for r in records)
+            bar.update(len(batch))
     finally:
         bar.close()
     return [done[k] for k in keys]
+
+
+def _complete_batch(completer: Completer, batch: Sequence[tuple[str, EvalRow]], lo: int, hi: int,
+                    max_new_tokens: int) -> list[str]:
+    """One completion per (key, row) of `batch`, the images resized with the bounds the rows were made for."""
+    images = []
+    for key, row in batch:
+        image, size = model_view(row.sample, lo, hi)
+        if tuple(size) != tuple(row.model_size):
+            raise ValueError(f"row {key}: model_view gives {size} but the row was made for "
+                             f"{tuple(row.model_size)}; use the same min/max pixels for both")
+        images.append(image)
+    completions = completer.complete([r for _, r in batch], images, [k for k, _ in batch], max_new_tokens)
+    if len(completions) != len(batch):
+        raise RuntimeError(f"{completer.name} returned {len(completions)} completions for {len(batch)} rows")
+    return completions
 
 
 def _pixels(completer, min_pixels, max_pixels) -> tuple[int, int]:
@@ -350,7 +358,7 @@ def _pixels(completer, min_pixels, max_pixels) -> tuple[int, int]:
 # --- benchmarks -------------------------------------------------------------------------------------
 
 
-def load_samples(data, limit: int | None = None) -> tuple[list[Sample], int, str]:
+def load_samples(data: Any, limit: int | None = None) -> tuple[list[Sample], int, str]:
     """(samples, rows skipped by validation, benchmark name) for a file, a folder (`limit` rows
     per file), a `Dataset` or a list of samples."""
     if isinstance(data, Dataset):
@@ -370,20 +378,37 @@ def load_samples(data, limit: int | None = None) -> tuple[list[Sample], int, str
     return samples, skipped, name
 
 
-def samples_by_id(data, limit: int | None = None) -> dict[str, Sample]:
+def samples_by_id(data: Any, limit: int | None = None) -> dict[str, Sample]:
     """Record id -> sample, as `evaluate` numbers them (for pictures of predictions)."""
     samples, _, _ = load_samples(data, limit)
-    return dict(zip(row_keys(samples), samples))
+    return dict(zip(row_keys(samples), samples, strict=True))
 
 
-def evaluate(data, policy, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
+def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
              max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official",
              min_pixels: int | None = None, max_pixels: int | None = None, limit: int | None = None,
              seed: int = 0, progress: bool = True) -> dict:
-    """Predict `data` (file, folder, `Dataset` or samples) with `policy` (a loaded policy, a
-    `Completer`, or "oracle"/"random") and write `predictions.jsonl`, `metrics.json` and
-    `metrics.md` into `out_dir`. Resumes an interrupted run in the same `out_dir`. Returns the
-    metrics (`per_file` is added when the rows come from several files)."""
+    """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
+    `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` resumes.
+
+    Args:
+        data: a benchmark parquet file, a folder of them, a `data.Dataset` or a list of samples.
+        policy: a loaded policy, a `Completer`, or "oracle"/"random" (see `as_completer`).
+        out_dir: the output folder.
+        benchmark: the name the metrics carry (default: the file's stem or the folder's name).
+        batch_size: rows per call of the policy.
+        max_new_tokens: the longest completion generated.
+        compat: how completions are read: "official" (the original's rules) or "strict".
+        min_pixels: the lower resize bound (default: the processor's for a model, else GUI-R1's).
+        max_pixels: the upper resize bound, likewise.
+        limit: at most this many rows per file (None: all).
+        seed: the random baseline's seed.
+        progress: show a progress bar.
+
+    Returns:
+        The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows skipped by
+        validation and the pixel bounds; `per_file` is added when the rows come from several files.
+    """
     completer = as_completer(policy, seed)
     lo, hi = _pixels(completer, min_pixels, max_pixels)
     samples, skipped, name = load_samples(data, limit)
@@ -398,8 +423,8 @@ def evaluate(data, policy, out_dir: str | os.PathLike, *, benchmark: str | None 
     stems = sorted({r["benchmark"] for r in records})
     if len(stems) > 1:
         summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
-    (out / METRICS_JSON).write_text(json.dumps(summary, indent=2) + "\n")
-    (out / METRICS_MD).write_text(to_markdown(summary) + "\n")
+    write_json_atomic(out / METRICS_JSON, summary)
+    write_text_atomic(out / METRICS_MD, to_markdown(summary) + "\n")
     return summary
 
 
@@ -407,6 +432,7 @@ def evaluate(data, policy, out_dir: str | os.PathLike, *, benchmark: str | None 
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: evaluate a model or a baseline on benchmark files and print the metrics."""
     ap = argparse.ArgumentParser(prog="gui-r1-lite evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="benchmark parquet file or folder")
@@ -414,14 +440,14 @@ def main(argv: list[str] | None = None) -> int:
     who.add_argument("--model", help="hub id or local model folder")
     who.add_argument("--baseline", choices=sorted(BASELINES))
     ap.add_argument("--adapter", default=None, help="saved LoRA adapter folder (with --model)")
-    ap.add_argument("--quantization", choices=["4bit", "8bit"], default=None)
+    ap.add_argument("--quantization", choices=QUANTIZATIONS, default=None)
     ap.add_argument("--out", required=True, help="output folder (resumes what is already there)")
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
     ap.add_argument("--min-pixels", type=int, default=None, help=f"default {GUI_R1_MIN_PIXELS}")
     ap.add_argument("--max-pixels", type=int, default=None, help=f"default {GUI_R1_MAX_PIXELS}")
     ap.add_argument("--limit", type=int, default=None, help="rows per file")
-    ap.add_argument("--compat", choices=["official", "strict"], default="official")
+    ap.add_argument("--compat", choices=COMPATS, default="official")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
     args = ap.parse_args(argv)

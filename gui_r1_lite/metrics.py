@@ -11,21 +11,18 @@ x1, y1, x2, y2, 2 values x, y, or [-100, -100] for no target), `image_size` [W, 
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .actions import NO_POINT, POINT_ACTIONS
-from .rewards import _point_hits, text_f1
+from .actions import POINT_ACTIONS, TEXT_ACTIONS
+from .geometry import has_target, point_in_box, target_point, within_normalised_distance
+from .rewards import text_f1
 
 #: Grounding (GR) tolerance of the original action benchmarks: a normalised distance.
 GR_RADIUS = 0.14
 #: Text hit threshold on the original's text F1.
 TEXT_F1_THRESHOLD = 0.5
-#: Ground-truth actions whose target point GR checks (the original's list).
-GR_ACTIONS: tuple[str, ...] = ("click", "long_press", "moveto", "doubleclick", "rightclick")
-#: Ground-truth actions whose text the original's Text metric checks.
-TEXT_METRIC_ACTIONS: tuple[str, ...] = ("open_app", "type", "scroll", "select")
 
 Record = Mapping[str, Any]
 
@@ -48,41 +45,11 @@ def _box(record: Record) -> list[float]:
     return [float(v) for v in box] if box is not None else []
 
 
-def _has_target(box: Sequence[float]) -> bool:
-    return len(box) in (2, 4) and not (len(box) == 2 and tuple(box) == NO_POINT)
-
-
 def _coord(record: Record) -> tuple[float, float] | None:
     p = record.get("pred_coord")
     if p is None or len(p) != 2:
         return None
     return float(p[0]), float(p[1])
-
-
-def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
-    """The target point the GR metric measures distance to.
-
-    The original's action benchmarks store a point and GR takes the first two values of
-    `gt_bbox`. This project's benchmark files store 4-value boxes for click steps; there the
-    first two values are a corner, so the box centre is the target instead (a point anywhere in
-    a small box then passes, as it would against the original's stored point). None when the
-    step has no target.
-    """
-    box = [float(v) for v in gt_bbox]
-    if len(box) == 4:
-        return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-    if len(box) == 2 and tuple(box) != NO_POINT:
-        return box[0], box[1]
-    return None
-
-
-def within_radius(point: Sequence[float], target: Sequence[float], image_size: Sequence[float],
-                  radius: float = GR_RADIUS) -> bool:
-    """((tx-px)/W)² + ((ty-py)/H)² < radius² (strict), as the original's GR."""
-    w, h = float(image_size[0]), float(image_size[1])
-    dx = (float(target[0]) - float(point[0])) / w
-    dy = (float(target[1]) - float(point[1])) / h
-    return dx * dx + dy * dy < radius * radius
 
 
 def grounding_hit(record: Record) -> bool | None:
@@ -92,24 +59,30 @@ def grounding_hit(record: Record) -> bool | None:
     if record.get("gt_action") != "click" or len(box) != 4:
         return None
     p = _coord(record)
-    return p is not None and _point_hits(p, box, inclusive=False)
+    return p is not None and point_in_box(p, box, inclusive=False)
 
 
 def gr_hit(record: Record) -> bool | None:
     """The original's GR test (point within 0.14 normalised of the target; action not checked).
-    None when the ground-truth action is not a point action or has no target."""
-    if record.get("gt_action") not in GR_ACTIONS:
+    None when the ground-truth action is not a point action or has no target.
+
+    The original's action benchmarks store a point and GR takes the first two values of
+    `gt_bbox`. This project's benchmark files store 4-value boxes for click steps; there the
+    first two values are a corner, so the box centre (`geometry.target_point`) is the target
+    instead: a point anywhere in a small box then passes, as it would against the stored point.
+    """
+    if record.get("gt_action") not in POINT_ACTIONS:
         return None
     target = target_point(_box(record))
     if target is None:
         return None
     p = _coord(record)
-    return p is not None and within_radius(p, target, record["image_size"])
+    return p is not None and within_normalised_distance(p, target, record["image_size"], GR_RADIUS)
 
 
 def text_hit(record: Record) -> bool | None:
     """The original's Text test (F1 ≥ 0.5; action not checked). None for other ground truths."""
-    if record.get("gt_action") not in TEXT_METRIC_ACTIONS:
+    if record.get("gt_action") not in TEXT_ACTIONS:
         return None
     pred = record.get("pred_input_text")
     return pred is not None and text_f1(pred, record.get("gt_input_text", "")) >= TEXT_F1_THRESHOLD
@@ -130,16 +103,16 @@ def strict_step_hit(record: Record) -> bool:
     if pred is None or str(pred).strip().lower() != gt:
         return False
     box = _box(record)
-    if gt in POINT_ACTIONS and _has_target(box):
+    if gt in POINT_ACTIONS and has_target(box):
         p = _coord(record)
         if p is None:
             return False
         if len(box) == 4:
-            if not _point_hits(p, box, inclusive=True):
+            if not point_in_box(p, box, inclusive=True):
                 return False
-        elif not within_radius(p, box, record["image_size"]):
+        elif not within_normalised_distance(p, box, record["image_size"], GR_RADIUS):
             return False
-    if gt in TEXT_METRIC_ACTIONS:
+    if gt in TEXT_ACTIONS:
         text = record.get("pred_input_text")
         if text is None or text_f1(text, record.get("gt_input_text", "")) < TEXT_F1_THRESHOLD:
             return False
@@ -163,8 +136,9 @@ def _rate(hits: int, n: int) -> float | None:
     return hits / n if n else None
 
 
-def group_key(record: Record) -> str:
-    """`group-ui_type` (ScreenSpot's column names), or the group alone without a ui_type."""
+def grounding_group(record: Record) -> str:
+    """The column of the grounding table a record counts in: `group-ui_type` (ScreenSpot's
+    column names), or the group alone without a ui_type."""
     group = record.get("group") or "all"
     ui_type = record.get("ui_type")
     return f"{group}-{ui_type}" if ui_type else str(group)
@@ -180,7 +154,7 @@ def grounding_metrics(records: Iterable[Record]) -> dict | None:
         hit = grounding_hit(r)
         if hit is None:
             continue
-        key = group_key(r)
+        key = grounding_group(r)
         totals[key] += 1
         hits[key] += int(hit)
     n = sum(totals.values())
@@ -195,12 +169,17 @@ def grounding_metrics(records: Iterable[Record]) -> dict | None:
     }
 
 
+# (kind, category suffix, test): the original's three per-record tests, each None where it does not apply.
+_ACTION_TESTS = (("type", "", type_hit), ("gr", "-grounding", gr_hit), ("text", "-text", text_hit))
+_KINDS = frozenset(kind for kind, _, _ in _ACTION_TESTS)
+
+
 def action_metrics(records: Iterable[Record]) -> dict | None:
     """The original's action-benchmark metrics plus our strict step success.
 
     - `type`: exact action hits / all records;
     - `grounding` (GR): hits / records whose ground truth is a point action (click, long_press,
-      moveto, doubleclick, rightclick), point within 0.14 normalised of `target_point`;
+      moveto, doubleclick, rightclick), point within 0.14 normalised of `geometry.target_point`;
     - `step_success` (SR): (GR hits + Text hits) / (GR records + Text records), where Text is
       F1 ≥ 0.5 on open_app / type / scroll / select; other actions are left out of SR;
     - `categories`: rates per `<group>-<gt_action>` (type), `<group>-<gt_action>-grounding`,
@@ -212,37 +191,26 @@ def action_metrics(records: Iterable[Record]) -> dict | None:
     records = list(records)
     if not records:
         return None
-    hits: dict[str, int] = defaultdict(int)
-    totals: dict[str, int] = defaultdict(int)
-    n_type = n_gr = n_text = 0
-    type_hits = gr_hits = text_hits = strict_hits = 0
+    hits: Counter[str] = Counter()  # by kind ("type", "gr", "text") and by category
+    totals: Counter[str] = Counter()
+    strict_hits = 0
     for r in records:
         base = f"{r.get('group') or 'all'}-{r.get('gt_action')}"
-        t = type_hit(r)
-        n_type += 1
-        type_hits += t
-        totals[base] += 1
-        hits[base] += t
-        g = gr_hit(r)
-        if g is not None:
-            n_gr += 1
-            gr_hits += g
-            totals[base + "-grounding"] += 1
-            hits[base + "-grounding"] += g
-        x = text_hit(r)
-        if x is not None:
-            n_text += 1
-            text_hits += x
-            totals[base + "-text"] += 1
-            hits[base + "-text"] += x
+        for kind, suffix, test in _ACTION_TESTS:
+            hit = test(r)
+            if hit is not None:
+                for key in (kind, base + suffix):
+                    totals[key] += 1
+                    hits[key] += hit
         strict_hits += strict_step_hit(r)
-    keys = sorted(totals)
+    keys = sorted(k for k in totals if k not in _KINDS)
+    n_gr, n_text = totals["gr"], totals["text"]
     return {
-        "type": type_hits / n_type,
-        "grounding": _rate(gr_hits, n_gr),
-        "step_success": _rate(gr_hits + text_hits, n_gr + n_text),
-        "strict_step_success": strict_hits / n_type,
-        "n": n_type,
+        "type": hits["type"] / len(records),
+        "grounding": _rate(hits["gr"], n_gr),
+        "step_success": _rate(hits["gr"] + hits["text"], n_gr + n_text),
+        "strict_step_success": strict_hits / len(records),
+        "n": len(records),
         "n_grounding": n_gr,
         "n_text": n_text,
         "categories": {k: hits[k] / totals[k] for k in keys},

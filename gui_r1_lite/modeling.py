@@ -7,18 +7,37 @@ The same call serves `Qwen/Qwen2.5-VL-3B-Instruct`, `-7B-Instruct` and the tiny 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from .actions import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+from .data import hub_offline, hub_reachable, is_hub_id
+from .errors import UsageError
+from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 
+#: bitsandbytes weight formats: "4bit" is QLoRA's NF4 with double quantisation, "8bit" LLM.int8.
 Quantization = Literal["4bit", "8bit"]
-QUANTIZATIONS: tuple[str, ...] = ("4bit", "8bit")
+QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
+
+
+def check_quantization(quantization: str | None) -> Quantization | None:
+    """`quantization` itself when it is None or one of `QUANTIZATIONS`; else a ValueError naming them."""
+    if quantization is not None and quantization not in QUANTIZATIONS:
+        raise ValueError(f"quantization must be None or one of {QUANTIZATIONS}, got {quantization!r}")
+    return quantization  # type: ignore[return-value]
+
+
+class ModelSourceError(UsageError, FileNotFoundError):
+    """A model or adapter source that is neither a usable local folder nor a loadable hub id; the
+    message says where it looked and what to pass instead. Also a `FileNotFoundError` (an `OSError`),
+    as transformers raises for a missing model."""
+
 
 # Module names in transformers 5's Qwen2.5-VL: `model.language_model.layers.N.{self_attn,mlp}.*`
 # and `model.visual.blocks.N.{attn,mlp}.*`. The vision MLP also has gate/up/down_proj, so a plain
@@ -138,7 +157,8 @@ def lora_targets(model, settings: LoraSettings | None = None) -> list[str]:
         if ".lora_" in name or name.endswith(".base_layer"):
             continue
         # bitsandbytes' Linear4bit/Linear8bitLt subclass nn.Linear; PEFT's wrapper holds one as base_layer.
-        is_linear = isinstance(module, torch.nn.Linear) or isinstance(getattr(module, "base_layer", None), torch.nn.Linear)
+        is_linear = isinstance(module, torch.nn.Linear) or isinstance(getattr(module, "base_layer", None),
+                                                                       torch.nn.Linear)
         if is_linear and pattern.fullmatch(name):
             names.append(name)
     return names
@@ -213,16 +233,15 @@ def _resolve_lora(lora) -> LoraSettings | None:
         return lora
     if isinstance(lora, dict):
         return LoraSettings.from_dict(lora)
-    raise TypeError(f"lora must be LoraSettings, a dict of its fields, True (defaults) or None/False, got {type(lora).__name__}")
+    raise TypeError("lora must be LoraSettings, a dict of its fields, True (defaults) or None/False, "
+                    f"got {type(lora).__name__}")
 
 
 def quantization_config(quantization: str | None, device):
     """The `BitsAndBytesConfig` for `quantization` ("4bit": NF4, double quantisation, bf16/fp16
     compute on CUDA and fp32 on CPU; "8bit": LLM.int8), or None. Raises when bitsandbytes is missing."""
-    if quantization is None:
+    if check_quantization(quantization) is None:
         return None
-    if quantization not in QUANTIZATIONS:
-        raise ValueError(f"quantization must be None, '4bit' or '8bit', got {quantization!r}")
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ImportError(f"quantization={quantization!r} needs bitsandbytes: `pip install 'bitsandbytes>=0.50'` "
                           "(or `pip install gui_r1_lite[quant]`), or pass quantization=None")
@@ -234,9 +253,6 @@ def quantization_config(quantization: str | None, device):
         return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                                   bnb_4bit_compute_dtype=compute)
     return BitsAndBytesConfig(load_in_8bit=True)
-
-
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(?:/[A-Za-z0-9][\w.-]*)?")
 
 
 def _settle_bnb_cpu_kernels(model, training: bool) -> int:
@@ -256,39 +272,34 @@ def _settle_bnb_cpu_kernels(model, training: bool) -> int:
     return switched
 
 
-def _looks_like_path(name: str) -> bool:
-    return _HUB_ID.fullmatch(name) is None
-
-
 def _download_advice(source: str) -> str:
     return (f"Download it on a machine with internet, e.g. `huggingface-cli download {source} --local-dir <folder>` "
             f"(`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy the folder here "
             "and pass the local folder instead of the hub id")
 
 
-def _not_found(source: str, exc: Exception, unreachable: bool = False) -> OSError:
+def _looked_at(source: str) -> str:
+    """Where a relative `source` was looked for on disk, said so that a mistyped path shows."""
+    return f"{os.path.abspath(os.path.expanduser(source))} does not exist; relative paths start from {os.getcwd()}"
+
+
+def _not_found(source: str, exc: Exception, unreachable: bool = False) -> ModelSourceError:
     why = ("the Hugging Face hub is not reachable from here (a short connection probe failed; set "
            "HF_HUB_OFFLINE=1 to skip the probe) and it is not in the local cache"
            if unreachable else "the Hugging Face hub could not provide it")
-    return OSError(
-        f"could not load {source!r}: it is not a local folder and {why} "
-        f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). {_download_advice(source)}")
-
-
-def _hub_offline() -> bool:
-    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "0"
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    return ModelSourceError(
+        f"could not load {source!r}: no such local folder ({_looked_at(source)}); as a hub model id it fails too: "
+        f"{why} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). If you meant a local "
+        f"folder, fix the path. {_download_advice(source)}")
 
 
 def _cache_only(source: str) -> bool:
     """True when hub id `source` must come from the local cache because the hub does not answer a
     short socket probe. Without it, an unreachable hub costs minutes of retries per file before the
     error. HF_HUB_OFFLINE=1 skips the probe (huggingface_hub then never touches the network)."""
-    if Path(source).is_dir() or _hub_offline():
+    if Path(source).is_dir() or hub_offline():
         return False
-    from . import data  # the probe lives with the dataset loader, which needs it too
-
-    return not data._hub_reachable()
+    return not hub_reachable()
 
 
 def _check_source(model_id_or_dir: str | os.PathLike) -> str:
@@ -296,27 +307,21 @@ def _check_source(model_id_or_dir: str | os.PathLike) -> str:
     path = Path(source).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{source}: folder has no config.json; expected a saved Qwen2.5-VL model "
+            raise ModelSourceError(f"{source}: folder has no config.json; expected a saved Qwen2.5-VL model "
                                     "(save_pretrained output, or a hub snapshot)")
         return str(path)
     if path.exists():
-        raise NotADirectoryError(f"{source}: expected a model folder or a hub id like 'Qwen/Qwen2.5-VL-3B-Instruct'")
-    if _looks_like_path(source):
-        raise FileNotFoundError(f"{source}: no such folder (and not a hub id of the form 'owner/name')")
+        raise ModelSourceError(f"{source}: is a file; expected a model folder or a hub id like "
+                               "'Qwen/Qwen2.5-VL-3B-Instruct'")
+    if not is_hub_id(source):
+        raise ModelSourceError(f"{source}: no such folder ({_looked_at(source)}), and not a hub id of the form "
+                               "'owner/name' either")
     return source
 
 
-def load_processor(model_id_or_dir: str | os.PathLike, min_pixels: int | None = GUI_R1_MIN_PIXELS,
-                   max_pixels: int | None = GUI_R1_MAX_PIXELS, padding_side: str = "left"):
+def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None, cache_only: bool):
     """`AutoProcessor.from_pretrained` with the image (and video) resize bounds set to
-    [min_pixels, max_pixels] (None keeps the saved value) and the tokenizer padding on `padding_side`.
-    A hub id is read from the local cache only when the hub is unreachable (fails in seconds)."""
-    source = _check_source(model_id_or_dir)
-    return _load_processor(source, min_pixels, max_pixels, padding_side, _cache_only(source))
-
-
-def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None, padding_side: str,
-                    cache_only: bool):
+    [min_pixels, max_pixels] (None keeps the saved value) and left padding (batched generation)."""
     from transformers import AutoProcessor
     from transformers.image_processing_utils import SizeDict
 
@@ -337,7 +342,7 @@ def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None,
             raise ValueError(f"need 0 < min_pixels <= max_pixels, got {lo}, {hi}")
         # transformers 5 reads the bounds from `size`; min_pixels/max_pixels kwargs are deprecated.
         sub.size = SizeDict(shortest_edge=lo, longest_edge=hi)
-    processor.tokenizer.padding_side = padding_side
+    processor.tokenizer.padding_side = "left"
     return processor
 
 
@@ -377,73 +382,24 @@ def load_policy(
     Configuration errors (unknown quantisation, bitsandbytes missing, CUDA asked for but absent,
     lora together with adapter) are raised before anything is loaded.
     """
-
-    settings = _resolve_lora(lora)
-    if adapter is not None and lora not in (True, None, False):
-        raise ValueError("pass either lora= (a new adapter) or adapter= (a saved one), not both")
-    if adapter is not None:
-        settings = None
-        if not (Path(adapter).expanduser() / "adapter_config.json").is_file():
-            raise FileNotFoundError(f"{adapter}: no adapter_config.json; expected a folder saved by "
-                                    "PeftModel.save_pretrained / the trainer's output_dir")
-    if train_vision is not None and settings is not None:
-        settings = LoraSettings(**{**settings.to_dict(), "train_vision": bool(train_vision)})
-    vision_trainable = bool(train_vision if train_vision is not None else (settings.train_vision if settings else False))
-
+    settings = _adapter_settings(lora, adapter, train_vision)
+    vision_trainable = bool(train_vision) if train_vision is not None else bool(settings and settings.train_vision)
     dev = resolve_device(device)
     qconfig = quantization_config(quantization, dev)
     torch_dtype = resolve_dtype(dtype, dev)
     source = _check_source(model_id_or_dir)
 
-    from transformers import AutoModelForImageTextToText
-
     cache_only = _cache_only(source)  # one probe for the processor and the weights
-    processor = _load_processor(source, min_pixels, max_pixels, "left", cache_only)
-
-    kwargs: dict[str, Any] = {"dtype": torch_dtype}
-    if cache_only:
-        kwargs["local_files_only"] = True
-    if qconfig is not None:
-        kwargs["quantization_config"] = qconfig
-    if attn_implementation is not None:
-        kwargs["attn_implementation"] = attn_implementation
-    from transformers.integrations import is_deepspeed_zero3_enabled
-
-    if not is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
-        kwargs["device_map"] = {"": str(dev)}
-    try:
-        model = AutoModelForImageTextToText.from_pretrained(source, **kwargs)
-    except OSError as exc:
-        if Path(source).is_dir():
-            raise
-        raise _not_found(source, exc, unreachable=cache_only) from exc
+    processor = _load_processor(source, min_pixels, max_pixels, cache_only)
+    model = _load_model(source, _model_kwargs(torch_dtype, dev, qconfig, attn_implementation, cache_only), cache_only)
 
     training = settings is not None or (adapter is not None and adapter_trainable)
     if quantization == "4bit" and dev.type == "cpu":
         _settle_bnb_cpu_kernels(model, training)
-    if qconfig is not None and training:
-        from peft import prepare_model_for_kbit_training
-
-        with warnings.catch_warnings():  # peft calls a transformers API that 5.x marks deprecated
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
-                                                    gradient_checkpointing_kwargs={"use_reentrant": False})
-    elif gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        model.enable_input_require_grads()
-
-    if settings is not None:
-        from peft import get_peft_model
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-            model = get_peft_model(model, settings.to_peft())
-    elif adapter is not None:
-        from peft import PeftModel
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
-            model = PeftModel.from_pretrained(model, os.fspath(adapter), is_trainable=adapter_trainable)
+    model = _prepare_for_training(model, quantized=qconfig is not None, training=training,
+                                  gradient_checkpointing=gradient_checkpointing)
+    if settings is not None or adapter is not None:
+        model = _with_adapter(model, settings, adapter, adapter_trainable)
     elif qconfig is None:
         set_vision_trainable(model, vision_trainable)  # full fine-tuning: the vision tower only on request
     # (PEFT freezes the whole base model; only adapters, vision ones when asked, are trainable.)
@@ -452,3 +408,78 @@ def load_policy(
 
     return Policy(model=model, processor=processor, device=dev, dtype=torch_dtype, quantization=quantization,
                   lora=settings, source=source, adapter=None if adapter is None else os.fspath(adapter))
+
+
+def _adapter_settings(lora: LoraSettings | dict | bool | None, adapter: str | os.PathLike | None,
+                      train_vision: bool | None) -> LoraSettings | None:
+    """The new adapter's settings (None with a saved `adapter` or without LoRA); checks that a
+    saved adapter folder looks like one."""
+    settings = _resolve_lora(lora)
+    if adapter is not None and lora not in (True, None, False):
+        raise ValueError("pass either lora= (a new adapter) or adapter= (a saved one), not both")
+    if adapter is not None:
+        settings = None
+        if not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+            raise ModelSourceError(f"{adapter}: no adapter_config.json; expected a folder saved by "
+                                    "PeftModel.save_pretrained / the trainer's output_dir")
+    if train_vision is not None and settings is not None:
+        settings = LoraSettings(**{**settings.to_dict(), "train_vision": bool(train_vision)})
+    return settings
+
+
+def _model_kwargs(torch_dtype, dev, qconfig, attn_implementation: str | None, cache_only: bool) -> dict[str, Any]:
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
+    kwargs: dict[str, Any] = {"dtype": torch_dtype}
+    if cache_only:
+        kwargs["local_files_only"] = True
+    if qconfig is not None:
+        kwargs["quantization_config"] = qconfig
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    if not is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
+        kwargs["device_map"] = {"": str(dev)}
+    return kwargs
+
+
+def _load_model(source: str, kwargs: dict[str, Any], cache_only: bool):
+    from transformers import AutoModelForImageTextToText
+
+    try:
+        return AutoModelForImageTextToText.from_pretrained(source, **kwargs)
+    except OSError as exc:
+        if Path(source).is_dir():
+            raise
+        raise _not_found(source, exc, unreachable=cache_only) from exc
+
+
+@contextlib.contextmanager
+def _quiet_peft() -> Iterator[None]:
+    """peft calls a transformers API that 5.x marks deprecated; the warning is not the caller's to act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
+
+
+def _prepare_for_training(model, *, quantized: bool, training: bool, gradient_checkpointing: bool):
+    """k-bit preparation for a quantised model that will be trained; else gradient checkpointing when asked."""
+    if quantized and training:
+        from peft import prepare_model_for_kbit_training
+
+        with _quiet_peft():
+            return prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
+                                                   gradient_checkpointing_kwargs={"use_reentrant": False})
+    if gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    return model
+
+
+def _with_adapter(model, settings: LoraSettings | None, adapter: str | os.PathLike | None, adapter_trainable: bool):
+    """`model` wrapped with a new LoRA adapter (`settings`) or a saved one (`adapter`)."""
+    from peft import PeftModel, get_peft_model
+
+    with _quiet_peft():
+        if settings is not None:
+            return get_peft_model(model, settings.to_peft())
+        return PeftModel.from_pretrained(model, os.fspath(adapter), is_trainable=adapter_trainable)

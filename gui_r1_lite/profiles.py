@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .modeling import Quantization
+
 
 @dataclass(frozen=True)
 class Profile:
     name: str
     model: str                 # hub id, local folder, or "tiny" (built locally by gui_r1_lite.tiny)
-    quantization: str | None   # None, "4bit", "8bit"
+    quantization: Quantization | None
     train_data: str            # file, folder or hub id
     eval_data: str
     min_pixels: int

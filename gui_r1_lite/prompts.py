@@ -4,7 +4,8 @@ with the screenshot first (the form TRL and the Qwen2.5-VL chat template take).
 
 from __future__ import annotations
 
-from .actions import NO_POINT, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS, action_space
+from .actions import FREE_TEXT_ACTIONS, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS, action_space
+from .geometry import NO_POINT
 
 # The original puts the image where "<image>" stands in "In this UI screenshot <image>, ..."; here
 # the image is the first part of the message, so the words stay and the placeholder goes.
@@ -30,7 +31,7 @@ def _examples(space: tuple[str, ...]) -> str:
     """One example answer per kind of action in `space` (no target, point, text, scroll)."""
     plain = [a for a in space if a not in POINT_ACTIONS and a not in TEXT_ACTIONS]
     pointed = [a for a in space if a in POINT_ACTIONS]
-    texted = [a for a in space if a in TEXT_ACTIONS and a != "scroll"]
+    texted = [a for a in space if a in FREE_TEXT_ACTIONS]
     lines = []
     if plain:
         lines.append(EXAMPLE.format(names=plain, point=list(NO_POINT), text=repr(NO_TEXT)))
@@ -56,7 +57,7 @@ def prompt_text(instruction: str, history: str | None = None, task_type: str = "
     text = TEMPLATE.format(instruction=instruction, history=hist, actions=list(actions))
     if actions == ("click",):
         return text + LOW_LEVEL_EXAMPLE
-    text_actions = [a for a in actions if a in ("type", "select", "scroll", "open_app")]
+    text_actions = [a for a in actions if a in TEXT_ACTIONS]
     if text_actions:
         text += NOTE.format(text_actions=text_actions)
     else:

@@ -12,12 +12,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .actions import (
-    COMPATS,
+    OFFICIAL_REWARD_POINT_ACTIONS,
+    OFFICIAL_REWARD_TEXT_ACTIONS,
     POINT_ACTIONS,
+    TEXT_ACTIONS,
     Action,
     Compat,
+    check_compat,
     parse_completion,
 )
+from .geometry import box_center, point_in_box, within_distance
 
 FORMAT_WEIGHT = 0.2
 ACCURACY_WEIGHT = 0.8
@@ -45,15 +49,11 @@ def text_f1(pred: str, gt: str) -> float:
 
 
 def _point_hits(point: Sequence[float], gt_bbox: Sequence[float], inclusive: bool) -> bool:
-    x, y = float(point[0]), float(point[1])
-    box = [float(v) for v in gt_bbox]
-    if len(box) == 4:
-        x1, y1, x2, y2 = box
-        if inclusive:
-            return x1 <= x <= x2 and y1 <= y <= y2
-        return x1 < x < x2 and y1 < y < y2
-    if len(box) == 2:
-        return (x - box[0]) ** 2 + (y - box[1]) ** 2 < POINT_RADIUS_PX**2
+    """The reward's point test: inside a 4-value box, or within `POINT_RADIUS_PX` of a 2-value point."""
+    if len(gt_bbox) == 4:
+        return point_in_box(point, gt_bbox, inclusive=inclusive)
+    if len(gt_bbox) == 2:
+        return within_distance(point, gt_bbox, POINT_RADIUS_PX)
     return False
 
 
@@ -63,9 +63,9 @@ def _official_accuracy(pred: Action, gt_action: str, gt_bbox: Sequence[float], g
         gt = gt_action.lower()
         if pred.action.lower() != gt:
             return 0.0
-        if gt == "click":
+        if gt in OFFICIAL_REWARD_POINT_ACTIONS:
             return 1.0 if _point_hits(pred.point, gt_bbox, inclusive=False) else 0.0
-        if gt in ("type", "select", "scroll"):
+        if gt in OFFICIAL_REWARD_TEXT_ACTIONS:
             return 1.0 if text_f1(pred.input_text, gt_input_text) >= 0.5 else 0.0
         return 1.0
     except Exception:  # noqa: BLE001 - the original scores any error as 0
@@ -81,23 +81,18 @@ def _strict_accuracy(pred: Action | None, gt_action: str, gt_bbox: Sequence[floa
             return 0.0
         if gt in POINT_ACTIONS:
             return 1.0 if _point_hits(pred.point, gt_bbox, inclusive=True) else 0.0
-        if gt in ("type", "select", "scroll", "open_app"):
+        if gt in TEXT_ACTIONS:
             return 1.0 if text_f1(pred.input_text, gt_input_text) >= 0.5 else 0.0
         return 1.0
     except (TypeError, ValueError):
         return 0.0
 
 
-def _check_compat(compat: str) -> None:
-    if compat not in COMPATS:
-        raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
-
-
 def gui_r1_score(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str,
                  compat: Compat = "official") -> dict[str, float]:
     """Format (0/1), accuracy (0/1) and overall = 0.8·accuracy + 0.2·format for one completion.
     `gt_bbox` is in the same pixel frame as the completion's coordinates (2 or 4 values)."""
-    _check_compat(compat)
+    check_compat(compat)
     parsed = parse_completion(completion, compat)
     fmt = 1.0 if parsed.format_ok else 0.0
     if compat == "official":
@@ -111,31 +106,44 @@ def gui_r1_score(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_i
 
 
 def _predicted_point(completion: str, gt_action: str, compat: Compat) -> tuple[float, float] | None:
-    """The predicted point if the predicted action is the ground-truth one, else None."""
+    """The predicted point when the completion meets the format, its predicted action is the
+    ground-truth one, and a point was read from it; else None. Without the first and last checks
+    the official reading's (0, 0) default for an unread point would pay garbage near the top-left
+    corner (menus, back buttons)."""
     parsed = parse_completion(completion, compat)
     pred = parsed.prediction
-    if pred is None or pred.action.lower() != str(gt_action).strip().lower():
+    if not parsed.format_ok or not parsed.point_read or pred is None:
+        return None
+    if pred.action.lower() != str(gt_action).strip().lower():
         return None
     return float(pred.point[0]), float(pred.point[1])
+
+
+def _finite_box(gt_bbox: Any) -> list[float] | None:
+    """`gt_bbox` as 2 or 4 finite floats, or None for anything else (a bad ground truth scores 0)."""
+    try:
+        box = [float(v) for v in gt_bbox]
+    except (TypeError, ValueError):
+        return None
+    return box if len(box) in (2, 4) and all(math.isfinite(v) for v in box) else None
 
 
 def point_distance_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
                          compat: Compat = "official", radius: float = POINT_RADIUS_PX) -> float | None:
     """Distance-shaped point reward: 1 inside the box (or on the point), falling linearly to 0 at
-    `radius` pixels from it. None when the ground truth has no target point."""
+    `radius` pixels from it; 0 when the format fails or no point was read. None when the ground
+    truth has no target point."""
     if str(gt_action).strip().lower() not in POINT_ACTIONS:
         return None
     p = _predicted_point(completion, gt_action, compat)
-    if p is None:
+    box = _finite_box(gt_bbox)
+    if p is None or box is None:
         return 0.0
-    box = [float(v) for v in gt_bbox]
     if len(box) == 4:
         dx = max(box[0] - p[0], 0.0, p[0] - box[2])
         dy = max(box[1] - p[1], 0.0, p[1] - box[3])
-    elif len(box) == 2:
-        dx, dy = p[0] - box[0], p[1] - box[1]
     else:
-        return 0.0
+        dx, dy = p[0] - box[0], p[1] - box[1]
     return max(0.0, 1.0 - math.hypot(dx, dy) / radius)
 
 
@@ -143,22 +151,20 @@ def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[floa
                          compat: Compat = "official", sigma_scale: float = 0.5,
                          point_sigma: float = POINT_RADIUS_PX / 2) -> float | None:
     """Gaussian point reward (as in GUI-G²): exp(-½((x-cx)²/σx² + (y-cy)²/σy²)) around the box
-    centre with σ = `sigma_scale` × box width/height (`point_sigma` pixels for a 2-value target).
-    None when the ground truth has no target point."""
+    centre with σ = `sigma_scale` × box width/height (`point_sigma` pixels for a 2-value target);
+    0 when the format fails or no point was read. None when the ground truth has no target point."""
     if str(gt_action).strip().lower() not in POINT_ACTIONS:
         return None
     p = _predicted_point(completion, gt_action, compat)
-    if p is None:
+    box = _finite_box(gt_bbox)
+    if p is None or box is None:
         return 0.0
-    box = [float(v) for v in gt_bbox]
     if len(box) == 4:
-        cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+        cx, cy = box_center(box)
         sx = max(abs(box[2] - box[0]) * sigma_scale, 1e-6)
         sy = max(abs(box[3] - box[1]) * sigma_scale, 1e-6)
-    elif len(box) == 2:
-        cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
     else:
-        return 0.0
+        cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
     return math.exp(-0.5 * (((p[0] - cx) / sx) ** 2 + ((p[1] - cy) / sy) ** 2))
 
 
@@ -167,15 +173,19 @@ def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[floa
 
 def completion_text(completion: Any) -> str:
     """A TRL completion as text: a plain string, or a chat list whose last message's content is a
-    string or a list of `{"type": "text", "text": ...}` parts."""
+    string or a list of `{"type": "text", "text": ...}` parts. Anything else, such as a part whose
+    text is not a string, reads as "" (what a policy wrote is data: it scores 0, it never stops a
+    training run)."""
     if isinstance(completion, str):
         return completion
-    if isinstance(completion, list) and completion:
-        content = completion[-1].get("content", "") if isinstance(completion[-1], dict) else ""
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if not (isinstance(completion, list) and completion and isinstance(completion[-1], dict)):
+        return ""
+    content = completion[-1].get("content", "")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content
+                       if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
     return ""
 
 
@@ -188,10 +198,20 @@ def _columns(n: int, name: str, values: Any) -> list:
     return values
 
 
+def _box_list(value: Any) -> list:
+    """A ground-truth box cell as a list; a cell that is not a sequence becomes [] (scores 0)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        return []
+    try:
+        return list(value)
+    except TypeError:
+        return []
+
+
 def make_reward(name: str, compat: Compat = "official", **options: Any) -> RewardFn:
     """A TRL reward function `fn(completions, gt_action, gt_bbox, gt_input_text, **_)` for one
     registered reward; its `__name__` is `name`, so TRL logs it as `rewards/<name>/mean`."""
-    _check_compat(compat)
+    check_compat(compat)
     if name not in _SCORERS:
         raise KeyError(f"unknown reward {name!r}; registered: {sorted(_SCORERS)}")
     scorer = _SCORERS[name]
@@ -202,8 +222,8 @@ def make_reward(name: str, compat: Compat = "official", **options: Any) -> Rewar
         actions = _columns(n, "gt_action", gt_action)
         boxes = _columns(n, "gt_bbox", gt_bbox)
         texts = _columns(n, "gt_input_text", gt_input_text)
-        return [scorer(completion_text(c), a, list(b), t, compat, **options)
-                for c, a, b, t in zip(completions, actions, boxes, texts)]
+        return [scorer(completion_text(c), a, _box_list(b), t, compat, **options)
+                for c, a, b, t in zip(completions, actions, boxes, texts, strict=True)]
 
     reward.__name__ = reward.__qualname__ = name
     reward.__doc__ = f"TRL reward {name!r} (compat={compat!r}). " + (scorer.__doc__ or "")

@@ -6,12 +6,14 @@ template, the Qwen2.5-VL image/video processors and a small config. The saved fo
 
 from __future__ import annotations
 
+import os
 import random
+import shutil
+import time
 from pathlib import Path
 
 from .actions import (
     ACTION_SPACES,
-    NO_POINT,
     NO_TEXT,
     POINT_ACTIONS,
     SCROLL_DIRECTIONS,
@@ -19,7 +21,9 @@ from .actions import (
     Action,
     format_answer,
 )
+from .geometry import NO_POINT
 from .prompts import NO_HISTORY, prompt_text
+from .runio import is_main_process, rank
 
 # Special tokens in Qwen2.5-VL's order; they follow the BPE vocabulary as in the released
 # tokenizer. `special` says whether the released tokenizer marks them special (the two tool-call
@@ -231,7 +235,7 @@ def build_tiny_model(
 
     Defaults: text hidden 64 x 2 layers (2 heads, 1 KV head), vision hidden 64 x depth 2, BPE vocab
     <= 1024 + 22 special tokens. Patch size 14, spatial merge 2 and temporal patch 2 are Qwen's, so
-    image sizes and token counts follow `actions.model_image_size` as for the real model.
+    image sizes and token counts follow `geometry.model_image_size` as for the real model.
     Head counts default to one head per 32 text / 16 vision channels.
 
     Keep every Linear's input size a multiple of 64 and output size a multiple of 32 (true for
@@ -256,7 +260,8 @@ def build_tiny_model(
     if num_heads % num_kv_heads:
         raise ValueError(f"num_heads {num_heads} must be a multiple of num_kv_heads {num_kv_heads}")
     if vision_hidden % vision_heads or (vision_hidden // vision_heads) % 4:
-        raise ValueError(f"vision_hidden {vision_hidden} must split into {vision_heads} heads of a size divisible by 4")
+        raise ValueError(f"vision_hidden {vision_hidden} must split into {vision_heads} heads "
+                         "of a size divisible by 4")
     if not 0 < min_pixels <= max_pixels:
         raise ValueError(f"need 0 < min_pixels <= max_pixels, got {min_pixels}, {max_pixels}")
 
@@ -322,3 +327,31 @@ def build_tiny_model(
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return out
+
+
+def ensure_tiny_model(folder: str | os.PathLike, *, seed: int = 0, wait_seconds: float = 600.0,
+                      **build_kwargs) -> str:
+    """The tiny model in `folder`, built there (`build_tiny_model(folder, seed, **build_kwargs)`)
+    unless a complete one is already there; returns the folder as a string.
+
+    The main process builds into a temporary sibling and renames it into place, so `folder`
+    exists only complete (a build killed half-way leaves a `<name>.tmp-*` that the next build
+    replaces); the other processes of a multi-process run wait for it, at most `wait_seconds`.
+    An existing model is reused as it is: `seed` and `build_kwargs` matter only when building."""
+    out = Path(folder)
+    done = out / "config.json"
+    if is_main_process() and not done.exists():
+        for stale in out.parent.glob(f"{out.name}.tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
+        build_tiny_model(tmp, seed=seed, **build_kwargs)
+        if out.exists():  # an incomplete folder from an older build; never one with config.json
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    deadline = time.monotonic() + wait_seconds
+    while not done.exists():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"rank {rank()}: {out} did not appear within {wait_seconds:.0f} s; "
+                               "did rank 0 fail while building the tiny model?")
+        time.sleep(0.2)
+    return str(out)

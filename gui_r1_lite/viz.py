@@ -5,7 +5,8 @@ grids of them, and reward maps. Everything renders headless (Agg) so papermill r
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 import matplotlib
 
@@ -14,7 +15,8 @@ if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_
 import matplotlib.pyplot as plt  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
-from .actions import NO_POINT  # noqa: E402
+from .geometry import NO_POINT, has_target  # noqa: E402
+from .runio import read_jsonl  # noqa: E402
 
 GT_COLOR = (30, 110, 255)
 HIT_COLOR = (20, 170, 60)
@@ -30,7 +32,7 @@ def draw_step(image: Image.Image, gt_bbox: Sequence[float] | None = None, point:
     scale = max(1, round(max(out.size) / 400))
     if gt_bbox is not None and len(gt_bbox) == 4:
         d.rectangle([float(v) for v in gt_bbox], outline=GT_COLOR, width=2 * scale)
-    elif gt_bbox is not None and len(gt_bbox) == 2 and tuple(gt_bbox) != NO_POINT:
+    elif gt_bbox is not None and len(gt_bbox) == 2 and has_target(gt_bbox):
         x, y = map(float, gt_bbox)
         r = 6 * scale
         d.ellipse([x - r, y - r, x + r, y + r], outline=GT_COLOR, width=2 * scale)
@@ -134,7 +136,6 @@ def describe(record: dict) -> list[str]:
 def prediction_image(record: dict, image: Image.Image) -> Image.Image:
     """The screenshot with the ground-truth box and the predicted click (green hit, red miss)."""
     from .actions import POINT_ACTIONS
-    from .data import has_target
 
     # The original's reading gives (0, 0) when an answer has no point; draw it only where a point counts.
     box = record.get("gt_bbox")
@@ -171,7 +172,7 @@ def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, wid
     fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width) * rows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for ax, rec, im in zip(axes.flat, records, pictures):
+    for ax, rec, im in zip(axes.flat, records, pictures, strict=False):
         prediction_card(rec, im, ax=ax, wrap=int(12 * width))
     fig.tight_layout()
     return fig
@@ -200,7 +201,7 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
     fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width) * n), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
-    for i, ((rb, ra), image) in enumerate(zip(pairs, pictures)):
+    for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
         for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
             prediction_card(rec, image, ax=axes[i, j], wrap=int(12 * width), prefix=f"[{label}] ")
     fig.tight_layout()
@@ -213,21 +214,12 @@ _FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "reward
 _X_KEYS = ("step", "global_step", "epoch")
 
 
-def read_log(log) -> list[dict]:
-    """A run's `metrics.jsonl` (path) or a list of dicts -> list of dicts (bad lines skipped)."""
-    import json
-    from pathlib import Path
-
+def read_log(log: str | Path | Iterable[dict]) -> list[dict]:
+    """A run's `metrics.jsonl` (path; bad or torn lines skipped) or a list of dicts -> list of dicts."""
     if isinstance(log, (str, Path)):
-        out = []
-        for line in Path(log).read_text(encoding="utf-8").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(rec, dict):
-                out.append(rec)
-        return out
+        if not Path(log).exists():
+            raise FileNotFoundError(f"{log}: no such metrics log")
+        return read_jsonl(log)
     return [dict(r) for r in log]
 
 
@@ -260,10 +252,10 @@ def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit
     for ax in axes.flat[n:]:
         ax.axis("off")
     xkey = next((k for k in _X_KEYS if any(k in r for r in log)), None)
-    for ax, key in zip(axes.flat, keys):
+    for ax, key in zip(axes.flat, keys, strict=False):
         pts = [(r.get(xkey, i) if xkey else i, r[key]) for i, r in enumerate(log) if _is_num(r.get(key))]
         if pts:
-            xs, ys = zip(*pts)
+            xs, ys = zip(*pts, strict=True)
             ax.plot(xs, ys, lw=1, marker="." if len(xs) < 50 else None, alpha=0.6 if smooth > 1 else 1.0)
             if smooth > 1 and len(ys) >= smooth:
                 run = [sum(ys[i - smooth + 1:i + 1]) / smooth for i in range(smooth - 1, len(ys))]
@@ -412,7 +404,8 @@ def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "
 def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
                    metrics: Sequence[str] = ("format_rate", "click_accuracy", "strict_step_success")):
     """The miniature's table as bars: per metric, each arm's mean over seeds with its std as an
-    error bar and every seed's value as a dot (`miniature.run_miniature`'s result)."""
+    error bar and every seed's value as a dot (`miniature.run_miniature`'s result, or the arms
+    alone as `miniature.arm_results` gives them, plus `seeds`)."""
     fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(metrics), 3.2))
     width = 0.8 / len(arms)
     for j, arm in enumerate(arms):
@@ -420,7 +413,7 @@ def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_gr
         means = [100 * result[arm][m]["mean"] for m in metrics]
         stds = [100 * result[arm][m]["std"] for m in metrics]
         ax.bar(xs, means, width, yerr=stds, capsize=3, label=arm)
-        for x, m in zip(xs, metrics):
+        for x, m in zip(xs, metrics, strict=True):
             seeds = result[arm][m]["per_seed"]
             ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=8, color="black", zorder=3)
     ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
@@ -433,7 +426,7 @@ def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_gr
 
 
 class LiveCurves:
-    """Training curves redrawn while a run trains: pass `callback()` to `train.train(cfg,
+    """Training curves redrawn while a run trains: pass `callback()` to `training.train(cfg,
     callbacks=[...])` (or anything that takes TrainerCallbacks). On each log, at most every
     `every` seconds and once more at the end, it reads `<output_dir>/metrics.jsonl` (the main
     process writes it first) and replaces the figure shown in the notebook; without IPython it
@@ -447,9 +440,9 @@ class LiveCurves:
         self._last = float("-inf")
         self._handle = None
 
-    def draw(self, metrics_path) -> None:
+    def draw(self, metrics_path: str | Path) -> None:
+        """Redraw the curves from `metrics_path` (nothing while the file does not exist yet)."""
         import time
-        from pathlib import Path
 
         if not Path(metrics_path).exists():
             return
@@ -478,7 +471,6 @@ class LiveCurves:
     def callback(self):
         """A `transformers.TrainerCallback` that calls `draw` (main process only)."""
         import time
-        from pathlib import Path
 
         from transformers import TrainerCallback
 

@@ -1,4 +1,4 @@
-"""Action space, completion reading and coordinate frames."""
+"""Action space and categories, completion reading, and the geometry of points, boxes and pixel frames."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gui_r1_lite import actions as A
+from gui_r1_lite import geometry
 from gui_r1_lite.actions import Action, format_answer, parse_completion
 
 # The original's patterns, used here only as the reference the linear-time readers must agree with.
@@ -108,6 +109,28 @@ def test_parse_never_raises_on_non_strings():
         parse_completion("x", "loose")  # type: ignore[arg-type]
 
 
+def test_check_compat_returns_the_value_or_names_the_allowed_ones():
+    assert A.COMPATS == ("official", "strict")
+    assert A.check_compat("strict") == "strict"
+    with pytest.raises(ValueError, match=r"compat must be one of \('official', 'strict'\), got 'loose'"):
+        A.check_compat("loose")
+
+
+def test_action_categories_as_the_rules_name_them():
+    assert sorted(A.POINT_ACTIONS) == ["click", "doubleclick", "long_press", "moveto", "rightclick"]  # GR's list
+    assert sorted(A.TEXT_ACTIONS) == ["open_app", "scroll", "select", "type"]  # the Text metric's list
+    assert sorted(A.FREE_TEXT_ACTIONS) == ["open_app", "select", "type"]  # format rule 5
+    # The original's accuracy reward: the point of a click only, and no open_app text.
+    assert sorted(A.OFFICIAL_REWARD_POINT_ACTIONS) == ["click"]
+    assert sorted(A.OFFICIAL_REWARD_TEXT_ACTIONS) == ["scroll", "select", "type"]
+
+
+def test_target_action_aims_at_the_centre_or_the_point():
+    assert A.target_action("click", [10, 20, 31, 40]).point == (20, 30)  # 20.5 rounds to even
+    assert A.target_action("long_press", [7.6, 9.2]).point == (8, 9)
+    assert A.target_action("type", [-100.0, -100.0], "hi") == Action("type", (-100, -100), "hi")
+
+
 @pytest.mark.parametrize("text, ok, why", [
     ("<think>a</think> <answer>[]</answer>", True, None),
     ("<think>a</think> <answer>{'action': 'click', 'point': [1, 2], 'input_text': 'x'}</answer>", False, "dict"),
@@ -159,34 +182,69 @@ def test_linear_layout_check_agrees_with_the_original_regex(parts):
     assert A._official_layout_ok(text) == bool(ORIG_LAYOUT.fullmatch(text))
 
 
-# --- coordinate frames -----------------------------------------------------------------------
+# --- points and boxes ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("box, target", [
+    ([10, 20, 30, 40], True), ([5, 6], True), ([-100, -100], False), ([-100.0, -100.0], False),
+    ([], False), ([1, 2, 3], False), ([-100, 5], True),
+])
+def test_has_target(box, target):
+    assert geometry.has_target(box) is target
+    assert geometry.is_no_target(box) is (box in ([-100, -100], [-100.0, -100.0]))
+
+
+def test_target_point_is_the_box_centre_or_the_point():
+    assert geometry.target_point((100, 100, 200, 201)) == (150.0, 150.5)
+    assert geometry.target_point((7, 9)) == (7.0, 9.0)
+    assert geometry.target_point((-100, -100)) is None and geometry.target_point((1, 2, 3)) is None
+    assert geometry.box_center((0, 0, 5, 4)) == (2.5, 2.0)
+
+
+@pytest.mark.parametrize("point, strict, inclusive", [
+    ((15, 15), True, True), ((10, 15), False, True), ((20, 20), False, True), ((15, 9.99), False, False),
+])
+def test_point_in_box_edges(point, strict, inclusive):
+    box = (10, 10, 20, 20)
+    assert geometry.point_in_box(point, box, inclusive=False) is strict
+    assert geometry.point_in_box(point, box, inclusive=True) is inclusive
+
+
+def test_distances_are_strict():
+    assert geometry.within_distance((3, 4), (0, 0), 5.01) and not geometry.within_distance((3, 4), (0, 0), 5)
+    # 0.1 of the width and 0.1 of the height away: 0.1² + 0.1² = 0.02 against 0.14² = 0.0196
+    assert not geometry.within_normalised_distance((100, 50), (0, 0), (1000, 500), 0.14)
+    assert geometry.within_normalised_distance((90, 50), (0, 0), (1000, 500), 0.14)
+
+
+# --- pixel frames -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("w, h", [(1080, 2400), (1920, 1080), (811, 1623), (160, 210), (3840, 2160), (28, 28)])
 def test_model_image_size_follows_qwen_smart_resize(w, h):
-    mw, mh = A.model_image_size(w, h)
+    mw, mh = geometry.model_image_size(w, h)
     assert mw % 28 == 0 and mh % 28 == 0
-    assert A.GUI_R1_MIN_PIXELS <= mw * mh <= A.GUI_R1_MAX_PIXELS
+    assert geometry.GUI_R1_MIN_PIXELS <= mw * mh <= geometry.GUI_R1_MAX_PIXELS
     assert abs(mw / mh - w / h) / (w / h) < 0.1  # aspect kept within rounding
 
 
 def test_known_sizes():
-    assert A.model_image_size(1080, 2400) == (728, 1652)
-    assert A.model_image_size(1920, 1080) == (1484, 840)
+    assert geometry.model_image_size(1080, 2400) == (728, 1652)
+    assert geometry.model_image_size(1920, 1080) == (1484, 840)
 
 
 @pytest.mark.parametrize("size", [(1080, 2400), (1920, 1080), (811, 1623)])
 def test_frames_round_trip(size):
-    model = A.model_image_size(*size)
+    model = geometry.model_image_size(*size)
     box = [0.1, 0.25, 0.5, 0.75]
-    in_model = A.normalized_to_pixels(box, model)
-    in_orig = A.rescale_pixels(in_model, model, size)
-    assert in_orig == pytest.approx(A.normalized_to_pixels(box, size))
-    assert A.pixels_to_normalized(in_orig, size) == pytest.approx(box)
-    assert A.rescale_pixels(A.rescale_pixels([5, 7], size, model), model, size) == pytest.approx([5, 7])
+    in_model = geometry.normalized_to_pixels(box, model)
+    in_orig = geometry.rescale_pixels(in_model, model, size)
+    assert in_orig == pytest.approx(geometry.normalized_to_pixels(box, size))
+    assert geometry.pixels_to_normalized(in_orig, size) == pytest.approx(box)
+    back = geometry.rescale_pixels(geometry.rescale_pixels([5, 7], size, model), model, size)
+    assert back == pytest.approx([5, 7])
 
 
 def test_frame_errors():
     with pytest.raises(ValueError, match="point"):
-        A.normalized_to_pixels([1, 2, 3], (10, 10))
+        geometry.normalized_to_pixels([1, 2, 3], (10, 10))
     with pytest.raises(ValueError, match="positive"):
-        A.rescale_pixels([1, 2], (0, 10), (10, 10))
+        geometry.rescale_pixels([1, 2], (0, 10), (10, 10))

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from gui_r1_lite.actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS
+from gui_r1_lite.actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS
 from gui_r1_lite.capture import PLATFORMS, TEST_COLUMNS, TRAIN_COLUMNS, check_file
 from gui_r1_lite.capture.common import NO_BOX, Shot, Step, history_text
 
@@ -24,7 +24,6 @@ SAMPLES = ROOT / "data_samples"
 TRAIN_FILES = ["web", "mobile", "desktop", "miniwob_train"]
 TEST_FILES = ["realgui_test", "miniwob_test"]
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
-TEXT_ACTIONS = ("type", "select", "scroll")
 
 
 def _files(kind: str) -> list[Path]:
@@ -93,7 +92,7 @@ def test_rows_are_valid(path):
         else:
             assert r["gt_input_text"] == NO_TEXT, where
         if r["gt_action"] == "scroll":
-            assert r["gt_input_text"] in ("up", "down", "left", "right"), where
+            assert r["gt_input_text"] in SCROLL_DIRECTIONS, where
 
 
 def test_ids_unique_across_all_files():
@@ -193,6 +192,26 @@ def _shot(w=100, h=50) -> Shot:
 def test_history_text():
     assert history_text([]) == "None"
     assert history_text(["click 'Search'", "type 'pizza'"]) == "Step 1: click 'Search'. Step 2: type 'pizza'."
+
+
+def test_check_file_names_each_bad_row(tmp_path):
+    from gui_r1_lite.capture.common import train_row, write_rows
+
+    good = train_row(Step(id="web/x/click0", platform="web", split="train", instruction="Click on 'A'",
+                          task_type="low", action="click", shot=_shot(), box=(10, 5, 90, 20)))
+    bad = [dict(good, id="r0"),
+           dict(good, id="r1", gt_action="teleport", gt_bbox=list(NO_BOX)),
+           dict(good, id="r2", gt_bbox=[0.5, 0.5, 1.5, 0.9]),
+           dict(good, id="r3", gt_input_text="hello"),
+           dict(good, id="r4", gt_action="type", gt_bbox=list(NO_BOX)),
+           dict(good, id="r5", platform="tv")]
+    path = write_rows(bad, tmp_path / "train" / "web.parquet", TRAIN_COLUMNS)
+    expected = ["row 1 (r1): gt_action 'teleport' not in the high-level action space",
+                "row 2 (r2): click box [0.5, 0.5, 1.5, 0.9] not inside the unit square",
+                "row 3 (r3): click row has input text 'hello'",
+                "row 4 (r4): type row without input text",
+                "row 5 (r5): platform 'tv'"]
+    assert check_file(path) == [f"{path} {e}" for e in expected]
 
 
 def test_step_validates_and_rows_convert(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from gui_r1_lite import curation as C
 from gui_r1_lite import data as D
 from gui_r1_lite.actions import Action, format_answer, target_action
-from tests.test_data import BAD, png, train_row  # noqa: F401  (shared row builders)
+from tests.helpers import BAD, png, train_row
 
 
 def sample(i, platform="web", action="click", img=None, instruction=None, text="no input text"):

@@ -2,57 +2,27 @@
 
 from __future__ import annotations
 
-import io
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
 
 from gui_r1_lite import data as D
-from gui_r1_lite.actions import model_image_size, target_action
+from gui_r1_lite.actions import target_action
+from gui_r1_lite.geometry import model_image_size
+from tests.helpers import BAD, png, train_row
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "data_samples"
-
-
-def png(w=200, h=100, color=(200, 30, 30)) -> bytes:
-    buf = io.BytesIO()
-    Image.new("RGB", (w, h), color).save(buf, format="PNG")
-    return buf.getvalue()
-
-
-def train_row(i, **over):
-    row = {"image": {"bytes": png(), "path": f"{i}.png"}, "instruction": f"click button {i}", "history": "None",
-           "task_type": "low", "gt_action": "click", "gt_bbox": [0.1, 0.2, 0.3, 0.4],
-           "gt_input_text": "no input text", "id": f"r{i}"}
-    row.update(over)
-    return row
-
-
-BAD = {  # name -> (overrides, column that must be named, words in the message)
-    "undecodable": ({"image": {"bytes": b"not a png", "path": "x.png"}}, "image", "do not decode"),
-    "outside": ({"gt_bbox": [0.5, 0.5, 1.2, 0.9]}, "gt_bbox", "outside"),
-    "nan": ({"gt_bbox": [float("nan"), 0.1, 0.2, 0.3]}, "gt_bbox", "NaN"),
-    "zero_area": ({"gt_bbox": [0.2, 0.2, 0.2, 0.4]}, "gt_bbox", "zero area"),
-    "reversed": ({"gt_bbox": [0.5, 0.2, 0.3, 0.4]}, "gt_bbox", "x2 < x1"),
-    "not_in_space": ({"gt_action": "teleport", "task_type": "high"}, "gt_action", "not in the 'high' action space"),
-    "low_not_click": ({"gt_action": "type", "gt_input_text": "x"}, "gt_action", "not in the 'low' action space"),
-    "type_no_text": ({"gt_action": "type", "task_type": "high", "gt_bbox": [-100.0, -100.0]}, "gt_input_text", "needs an input text"),
-    "scroll_no_text": ({"gt_action": "scroll", "task_type": "high", "gt_bbox": [-100.0, -100.0]}, "gt_input_text", "needs an input text"),
-    "click_no_box": ({"gt_bbox": [-100.0, -100.0]}, "gt_bbox", "needs a target"),
-    "empty_instruction": ({"instruction": "  "}, "instruction", "non-empty"),
-    "bad_task_type": ({"task_type": "medium"}, "task_type", "'high' or 'low'"),
-}
 
 
 @pytest.fixture
 def mixed_file(tmp_path):
     rows = [train_row(0), train_row(1, task_type="high", gt_action="type", gt_bbox=[-100.0, -100.0],
                                     gt_input_text="pizza", history="Step 1: click search.")]
-    for j, (name, (over, _, _)) in enumerate(BAD.items()):
+    for j, (over, _, _) in enumerate(BAD.values()):
         rows.append(train_row(100 + j, **over))
     rows.append(train_row(2, gt_bbox=[0.5, 0.5]))  # a 2-value point is fine
     table = pa.Table.from_pylist(rows)
@@ -99,7 +69,7 @@ def test_normalised_boxes_become_pixels_and_write_round_trips(tmp_path, mixed_fi
     out = D.write_gui_r1(ds.samples, tmp_path / "curated" / "train.parquet")
     back = D.load_gui_r1(out, strict=True)
     assert [b.id for b in back] == [s.id for s in ds]
-    for a, b in zip(ds, back):
+    for a, b in zip(ds, back, strict=True):
         assert a.gt_bbox == pytest.approx(b.gt_bbox) and a.image_bytes == b.image_bytes
         assert (a.instruction, a.history, a.gt_action, a.gt_input_text, a.task_type) == \
                (b.instruction, b.history, b.gt_action, b.gt_input_text, b.task_type)
@@ -124,6 +94,14 @@ def test_hub_id_fails_fast_offline(monkeypatch, offline):
     with pytest.raises(D.DataError, match="huggingface-cli download ritzzai/GUI-R1 train.parquet"):
         D.load_gui_r1("ritzzai/GUI-R1", split="train")
     assert time.monotonic() - t0 < 30  # no retries against an unreachable hub
+
+
+@pytest.mark.parametrize("name, hub", [
+    ("ritzzai/GUI-R1", True), ("Qwen/Qwen2.5-VL-3B-Instruct", True), ("gpt2", False), ("../x", False),
+    ("/abs/path", False), ("a/b/c", False), ("data_samples/train", True),
+])
+def test_hub_id_shape(name, hub):
+    assert D.is_hub_id(name) is hub  # an existing folder of that shape is still read as a folder
 
 
 def test_unknown_source():

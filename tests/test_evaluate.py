@@ -3,63 +3,17 @@ after a crash, the tiny model through `predict`, and the command line."""
 
 from __future__ import annotations
 
-import io
 import json
-import random
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-from PIL import Image, ImageDraw
 
 from gui_r1_lite import evaluate as E
 from gui_r1_lite.data import load_gui_r1, to_eval_rows
+from tests.helpers import MINI, write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_TESTS = sorted((ROOT / "data_samples" / "test").glob("*.parquet"))
-#: The cpu-mini profile's processor bounds: the smallest model frame, the hardest round trip.
-MINI = {"min_pixels": 28 * 28 * 16, "max_pixels": 28 * 28 * 64}
-NO = [-100.0, -100.0]
-
-
-def _png(w: int, h: int, seed: int) -> bytes:
-    im = Image.new("RGB", (w, h), (235, 235, 235))
-    d = ImageDraw.Draw(im)
-    rng = random.Random(seed)
-    for _ in range(6):
-        x, y = rng.randrange(w - 60), rng.randrange(h - 40)
-        d.rectangle([x, y, x + 60, y + 30], fill=(rng.randrange(256), 90, 160))
-    buf = io.BytesIO()
-    im.save(buf, "PNG")
-    return buf.getvalue()
-
-
-def write_benchmark_files(folder: Path) -> list[Path]:
-    """Two small benchmark-schema files: a ScreenSpot-like grounding file (4-value pixel boxes,
-    two groups and ui_types, two image sizes) and an AndroidControl-like file (every kind of step)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    ss = []
-    for i in range(8):
-        w, h = (540, 1170) if i % 2 else (1280, 720)
-        x, y = 40 + 37 * i, 50 + 23 * i
-        ss.append({"image": {"bytes": _png(w, h, i), "path": f"{i}.png"}, "instruction": f"click the item {i}",
-                   "history": "None", "gt_action": "click", "gt_bbox": [x, y, x + 30.0 + i, y + 14.0],
-                   "gt_input_text": "no input text", "group": ["mobile", "web"][i % 2],
-                   "ui_type": ["text", "icon"][(i // 2) % 2]})
-    steps = [("click", [30.0, 40.0, 110.0, 72.0], "no input text"), ("type", NO, "hello world"),
-             ("scroll", NO, "down"), ("press_back", NO, "no input text"),
-             ("long_press", [300.0, 500.0], "no input text"), ("open_app", NO, "Gmail"),
-             ("wait", NO, "no input text"), ("click", [200.0, 900.0, 260.0, 930.0], "no input text")]
-    ac = [{"image": {"bytes": _png(540, 1170, 100 + i), "path": f"a{i}.png"}, "instruction": f"do the {a} step",
-           "history": "Step 1: open the app.", "gt_action": a, "gt_bbox": b, "gt_input_text": t, "group": "android",
-           "ui_type": ""} for i, (a, b, t) in enumerate(steps)]
-    paths = [folder / "screenspot_test.parquet", folder / "androidcontrol_low_test.parquet"]
-    pq.write_table(pa.Table.from_pylist(ss), paths[0])
-    pq.write_table(pa.Table.from_pylist(ac), paths[1])
-    return paths
-
-
 @pytest.fixture(scope="module")
 def bench_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("bench")

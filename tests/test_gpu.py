@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from gui_r1_lite import evaluate as E
-from gui_r1_lite.train import TrainConfig, read_metrics, train
+from gui_r1_lite.training import TrainConfig, read_metrics, train
 
 pytestmark = pytest.mark.gpu
 
@@ -42,10 +42,10 @@ def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_
         seen["before"] = _lora_and_base(policy.model)
         return policy
     monkeypatch.setattr(modeling, "load_policy", spy)
-    cfg = TrainConfig(train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=2, num_generations=4,
-                      per_device_train_batch_size=4, max_completion_length=12, learning_rate=5e-2,
-                      rewards={varying_reward: 1.0}, quantization="4bit", device="cuda",
-                      min_pixels=3136, max_pixels=50176, logging_steps=1, save_steps=100)
+    cfg = TrainConfig.from_dict(dict(
+        train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=2, num_generations=4,
+        per_device_train_batch_size=4, max_completion_length=12, learning_rate=5e-2, rewards={varying_reward: 1.0},
+        quantization="4bit", device="cuda", min_pixels=3136, max_pixels=50176, logging_steps=1, save_steps=100))
     result = train(cfg)
     assert result.global_step == 2
 

@@ -47,9 +47,9 @@ def test_grounding_per_group_and_pooled():
     assert g["counts"]["mobile-text"] == {"hits": 2, "n": 3}
 
 
-def test_group_key_without_ui_type():
-    assert M.group_key(rec(group="android", ui_type="")) == "android"
-    assert M.group_key(rec(group="web", ui_type="icon")) == "web-icon"
+def test_grounding_group_without_ui_type():
+    assert M.grounding_group(rec(group="android", ui_type="")) == "android"
+    assert M.grounding_group(rec(group="web", ui_type="icon")) == "web-icon"
 
 
 # --- GR: 0.14 normalised radius -----------------------------------------------------------------------
@@ -71,8 +71,6 @@ def test_gr_radius_is_normalised_per_axis(point, hit):
 
 def test_gr_uses_the_box_centre_for_four_value_boxes():
     box = (100, 100, 200, 200)  # centre (150, 150) in a 1000 x 1000 image
-    assert M.target_point(box) == (150.0, 150.0)
-    assert M.target_point((7, 9)) == (7.0, 9.0) and M.target_point(NO) is None
     assert M.gr_hit(rec(gt_bbox=box, pred_coord=(289, 150))) is True   # outside the box, 0.139 away
     assert M.gr_hit(rec(gt_bbox=box, pred_coord=(290, 150))) is False  # 0.14 away
     assert M.gr_hit(rec(gt_bbox=box, pred_coord=(101, 101))) is True

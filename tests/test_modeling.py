@@ -12,7 +12,8 @@ import torch
 from PIL import Image
 
 from gui_r1_lite import modeling
-from gui_r1_lite.actions import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, Action, format_answer, model_image_size
+from gui_r1_lite.actions import Action, format_answer
+from gui_r1_lite.geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, model_image_size
 from gui_r1_lite.modeling import LoraSettings, load_policy, lora_targets, vision_tower
 from gui_r1_lite.prompts import build_messages
 from gui_r1_lite.tiny import SPECIAL_TOKENS, TINY_MAX_PIXELS, TINY_MIN_PIXELS, build_tiny_model
@@ -278,6 +279,13 @@ def test_config_errors(tiny_model_dir, tmp_path, monkeypatch, nothing_loads):
         load_policy(tmp_path, device="cpu")
     with pytest.raises(ValueError):
         LoraSettings(r=0)
+
+
+def test_check_quantization_returns_the_value_or_names_the_allowed_ones():
+    assert modeling.QUANTIZATIONS == ("4bit", "8bit")
+    assert modeling.check_quantization(None) is None and modeling.check_quantization("8bit") == "8bit"
+    with pytest.raises(ValueError, match=r"quantization must be None or one of \('4bit', '8bit'\), got '3bit'"):
+        modeling.check_quantization("3bit")
 
 
 def test_unreachable_hub_id_says_how_to_get_it(monkeypatch):

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from gui_r1_lite import pipeline
-from tests.test_evaluate import write_benchmark_files
+from tests.helpers import write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_evaluation.ipynb"

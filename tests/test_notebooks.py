@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -26,6 +27,32 @@ def test_notebooks_have_a_parameters_cell_and_no_outputs():
         assert "profile" in tagged[0].source and "output_dir" in tagged[0].source
         assert not any(c.get("outputs") or c.get("execution_count") for c in nb.cells if c.cell_type == "code")
         assert "show_environment" in nb.cells[1].source or "show_environment" in nb.cells[2].source
+
+
+def test_notebooks_import_modules_under_their_own_names():
+    short = re.compile(r"^\s*(?:from \S+ )?import \S+ as [A-Z]{1,2}$", re.MULTILINE)
+    for nb_path in pipeline.notebook_paths():
+        for cell in nbformat.read(nb_path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not short.search(cell.source), f"{nb_path.name}: {short.search(cell.source)[0]!r}"
+
+
+def test_a_notebook_s_results_are_found_by_its_number(tmp_path):
+    out = pipeline.artifacts_dir(tmp_path, "04")
+    assert out == tmp_path / "artifacts" / "04_grpo_training"
+    assert pipeline.read_result(tmp_path, "04") is None
+    pipeline.write_result(out, {"experiment": "miniature", "miniature": {"sft": 1}, "other": 2})
+    assert pipeline.result_path(tmp_path, "04_grpo_training") == out / "result.json"
+    assert pipeline.read_result(tmp_path, "04") == {"experiment": "miniature", "miniature": {"sft": 1}, "other": 2}
+    with pytest.raises(ValueError, match="no single notebook"):
+        pipeline.artifacts_dir(tmp_path, "09")
+
+
+def test_the_summary_lifts_each_notebook_s_fields_to_its_top():
+    results = {"01_data_curation": {"rows": 3, "source": "x"},
+               "04_grpo_training": {"experiment": "recipe", "global_step": 2, "grpo_run": "r"}}
+    assert pipeline.top_level_summary(results) == {"curation": {"rows": 3},
+                                                   "training": {"experiment": "recipe", "global_step": 2}}
 
 
 def test_02_action_space(tmp_path):

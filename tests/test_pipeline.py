@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from gui_r1_lite import miniature as MN
-from gui_r1_lite import pipeline
+from gui_r1_lite import miniature, pipeline
 
 
 @pytest.mark.slow
@@ -28,9 +27,9 @@ def check_summary(run) -> None:
     assert training["experiment"] == "miniature" and training["global_step"] > 0
     assert {"reward", "loss"} <= set(training["start"]) and {"reward", "loss"} <= set(training["end"])
     mini = summary["miniature"]
-    assert set(mini) == set(MN.ARMS)
-    for arm in MN.ARMS:
-        for metric in MN.METRICS:
+    assert set(mini) == set(miniature.ARMS)
+    for arm in miniature.ARMS:
+        for metric in miniature.METRICS:
             v = mini[arm][metric]
             assert len(v["per_seed"]) == 3 and all(0.0 <= x <= 1.0 for x in v["per_seed"]), (arm, metric)
     details = summary["results"]["04_grpo_training"]["miniature_details"]

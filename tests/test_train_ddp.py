@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gui_r1_lite.train import read_metrics
+from gui_r1_lite.training import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "train_probe"

@@ -11,7 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from gui_r1_lite.train import last_checkpoint, read_metrics
+from gui_r1_lite.runio import iter_jsonl
+from gui_r1_lite.training import last_checkpoint, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "train_probe"
@@ -43,18 +44,7 @@ def _command(data: str, out: Path) -> list[str]:
 
 def _logged_steps(out: Path) -> list[int]:
     """Steps of the training records in metrics.jsonl so far (a line being written is skipped)."""
-    path = out / "metrics.jsonl"
-    if not path.exists():
-        return []
-    steps = []
-    for line in path.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if "loss" in rec:
-            steps.append(rec["step"])
-    return steps
+    return [rec["step"] for rec in iter_jsonl(out / "metrics.jsonl") if "loss" in rec]
 
 
 def _step_of(checkpoint: str | None) -> int:

@@ -11,7 +11,7 @@ from PIL import Image
 
 from gui_r1_lite import evaluate as E
 from gui_r1_lite import viz
-from tests.test_evaluate import MINI, write_benchmark_files
+from tests.helpers import MINI, write_benchmark_files
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ virtualenv), so it uses the standard library and pyatspi only.
 usage: /usr/bin/python3 _atspi_dump.py APP_NAME
 """
 
+import contextlib
 import json
 import sys
 
@@ -44,10 +45,8 @@ def walk(acc, path, out, depth=0):
     except Exception:  # noqa: BLE001
         pass
     desc = ""
-    try:
+    with contextlib.suppress(Exception):
         desc = acc.description or ""
-    except Exception:  # noqa: BLE001
-        pass
     out.append({"path": path, "role": role, "name": name, "description": desc, "box": box,
                 "states": states, "actions": actions, "children": acc.childCount})
     if depth >= MAX_DEPTH:

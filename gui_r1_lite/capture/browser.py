@@ -74,7 +74,8 @@ TARGETS_JS = r"""
                         (img ? (img.getAttribute('alt') || img.getAttribute('title')) : '') ||
                         el.getAttribute('placeholder') || '');
     const kind = (tag === 'a' || el.getAttribute('role') === 'link') ? 'link'
-               : (tag === 'input' && !['submit', 'button', 'reset', 'checkbox', 'radio'].includes(type)) || tag === 'textarea' ? 'field'
+               : (tag === 'input' && !['submit', 'button', 'reset', 'checkbox', 'radio'].includes(type))
+                 || tag === 'textarea' ? 'field'
                : tag === 'select' ? 'select' : 'button';
     out.push({index, tag, type, kind, text, label,
               x1: best.left, y1: best.top, x2: best.right, y2: best.bottom,

@@ -13,16 +13,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gui_r1_lite.actions import ACTION_SPACES, NO_POINT, NO_TEXT, POINT_ACTIONS
+from gui_r1_lite.actions import (
+    ACTION_SPACES,
+    FREE_TEXT_ACTIONS,
+    NO_TEXT,
+    POINT_ACTIONS,
+    SCROLL_DIRECTIONS,
+    TEXT_ACTIONS,
+)
+from gui_r1_lite.data import BENCHMARK_COLUMNS as GUI_R1_TEST_COLUMNS
+from gui_r1_lite.data import TRAIN_COLUMNS as GUI_R1_TRAIN_COLUMNS
+from gui_r1_lite.geometry import NO_POINT, box_center
 
 #: Exact column order of the training files (GUI-R1 train.parquet plus `platform`).
-TRAIN_COLUMNS: tuple[str, ...] = (
-    "image", "instruction", "history", "task_type", "gt_action", "gt_bbox", "gt_input_text", "id", "platform",
-)
-#: Exact column order of the benchmark files (GUI-R1 *_test.parquet plus `task_type`).
-TEST_COLUMNS: tuple[str, ...] = (
-    "image", "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group", "ui_type", "id", "task_type",
-)
+TRAIN_COLUMNS: tuple[str, ...] = (*GUI_R1_TRAIN_COLUMNS, "platform")
+#: Exact column order of the benchmark files (GUI-R1 *_test.parquet plus `id` and `task_type`).
+TEST_COLUMNS: tuple[str, ...] = (*GUI_R1_TEST_COLUMNS, "id", "task_type")
 PLATFORMS: tuple[str, ...] = ("web", "mobile", "desktop", "miniwob")
 UI_TYPES: tuple[str, ...] = ("text", "icon")
 NO_BOX: tuple[float, float] = (float(NO_POINT[0]), float(NO_POINT[1]))
@@ -37,7 +43,8 @@ class CaptureDependencyError(RuntimeError):
 
 def require_executable(path_or_name: str, apt_package: str, what: str) -> str:
     """Absolute path of an executable, or a `CaptureDependencyError` naming the apt package."""
-    found = path_or_name if os.path.isabs(path_or_name) and os.access(path_or_name, os.X_OK) else shutil.which(path_or_name)
+    is_executable = os.path.isabs(path_or_name) and os.access(path_or_name, os.X_OK)
+    found = path_or_name if is_executable else shutil.which(path_or_name)
     if not found:
         raise CaptureDependencyError(
             f"{what} not found ({path_or_name}); install it with `apt-get install -y {apt_package}` "
@@ -107,9 +114,9 @@ class Step:
             self.box = clip_box(self.box, self.shot.width, self.shot.height, what=f"step {self.id}")
         elif self.box is not None:
             raise ValueError(f"step {self.id}: a {self.action} step has no target box")
-        if self.action in ("type", "select") and self.input_text.strip().lower() in ("", NO_TEXT):
+        if self.action in FREE_TEXT_ACTIONS and self.input_text.strip().lower() in ("", NO_TEXT):
             raise ValueError(f"step {self.id}: a {self.action} step needs an input text")
-        if self.action == "scroll" and self.input_text not in ("up", "down", "left", "right"):
+        if self.action == "scroll" and self.input_text not in SCROLL_DIRECTIONS:
             raise ValueError(f"step {self.id}: scroll needs up/down/left/right, got {self.input_text!r}")
 
 
@@ -121,10 +128,6 @@ def clip_box(box: Sequence[float], width: int, height: int, what: str = "box") -
     if not (c[2] > c[0] and c[3] > c[1]):
         raise ValueError(f"{what}: box {list(box)} has no area inside the {width}x{height} image")
     return c  # type: ignore[return-value]
-
-
-def box_center(box: Sequence[float]) -> tuple[float, float]:
-    return ((box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0)
 
 
 def history_text(steps: Sequence[str]) -> str:
@@ -291,35 +294,50 @@ def check_file(path: str | os.PathLike) -> list[str]:
         if r["id"] in seen:
             problems.append(f"{where}: duplicate id")
         seen.add(r["id"])
-        if r["gt_action"] not in ACTION_SPACES["high"]:
-            problems.append(f"{where}: gt_action {r['gt_action']!r} not in the high-level action space")
-        if r["task_type"] not in ("low", "high"):
-            problems.append(f"{where}: task_type {r['task_type']!r}")
-        if kind == "test" and (r["group"] not in PLATFORMS or r["ui_type"] not in UI_TYPES):
-            problems.append(f"{where}: group {r['group']!r} / ui_type {r['ui_type']!r}")
-        if kind == "train" and r["platform"] not in PLATFORMS:
-            problems.append(f"{where}: platform {r['platform']!r}")
-        if not r["instruction"] or not r["history"]:
-            problems.append(f"{where}: empty instruction or history")
-        data = r["image"]["bytes"]
-        if data not in sizes:
+        problems += [f"{where}: {p}" for p in _cell_problems(r, kind)]
+        image = r["image"]["bytes"]
+        if image not in sizes:
             try:
-                sizes[data] = png_size(data)
+                sizes[image] = png_size(image)
             except Exception as exc:  # noqa: BLE001
                 problems.append(f"{where}: image does not decode ({exc})")
                 continue
-        w, h = sizes[data]
-        box = r["gt_bbox"]
-        if r["gt_action"] in POINT_ACTIONS:
-            lim = (1.0, 1.0) if kind == "train" else (float(w), float(h))
-            if len(box) != 4 or not (0 <= box[0] < box[2] <= lim[0] and 0 <= box[1] < box[3] <= lim[1]):
-                problems.append(f"{where}: click box {box} not inside the {'unit square' if kind == 'train' else f'{w}x{h} image'}")
-        elif list(box) != list(NO_BOX):
-            problems.append(f"{where}: {r['gt_action']} row must have gt_bbox [-100.0, -100.0], got {box}")
-        if r["gt_action"] in ("type", "select", "scroll") and r["gt_input_text"] == NO_TEXT:
-            problems.append(f"{where}: {r['gt_action']} row without input text")
-        if r["gt_action"] not in ("type", "select", "scroll") and r["gt_input_text"] != NO_TEXT:
-            problems.append(f"{where}: {r['gt_action']} row has input text {r['gt_input_text']!r}")
+        problems += [f"{where}: {p}" for p in _target_problems(r, kind, sizes[image])]
+    return problems
+
+
+def _cell_problems(r: dict, kind: str) -> list[str]:
+    """Problems of one row's action, task type, platform/group and texts."""
+    problems = []
+    if r["gt_action"] not in ACTION_SPACES["high"]:
+        problems.append(f"gt_action {r['gt_action']!r} not in the high-level action space")
+    if r["task_type"] not in ("low", "high"):
+        problems.append(f"task_type {r['task_type']!r}")
+    if kind == "test" and (r["group"] not in PLATFORMS or r["ui_type"] not in UI_TYPES):
+        problems.append(f"group {r['group']!r} / ui_type {r['ui_type']!r}")
+    if kind == "train" and r["platform"] not in PLATFORMS:
+        problems.append(f"platform {r['platform']!r}")
+    if not r["instruction"] or not r["history"]:
+        problems.append("empty instruction or history")
+    return problems
+
+
+def _target_problems(r: dict, kind: str, size: tuple[int, int]) -> list[str]:
+    """Problems of one row's box and input text against its action (`size`: the image's)."""
+    problems = []
+    w, h = size
+    box = r["gt_bbox"]
+    if r["gt_action"] in POINT_ACTIONS:
+        lim = (1.0, 1.0) if kind == "train" else (float(w), float(h))
+        if len(box) != 4 or not (0 <= box[0] < box[2] <= lim[0] and 0 <= box[1] < box[3] <= lim[1]):
+            frame = "unit square" if kind == "train" else f"{w}x{h} image"
+            problems.append(f"click box {box} not inside the {frame}")
+    elif list(box) != list(NO_BOX):
+        problems.append(f"{r['gt_action']} row must have gt_bbox [-100.0, -100.0], got {box}")
+    if r["gt_action"] in TEXT_ACTIONS and r["gt_input_text"] == NO_TEXT:
+        problems.append(f"{r['gt_action']} row without input text")
+    if r["gt_action"] not in TEXT_ACTIONS and r["gt_input_text"] != NO_TEXT:
+        problems.append(f"{r['gt_action']} row has input text {r['gt_input_text']!r}")
     return problems
 
 

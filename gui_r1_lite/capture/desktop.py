@@ -17,12 +17,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gui_r1_lite.geometry import box_center
+
 from .common import (
     SYSTEM_PYTHON,
     CaptureDependencyError,
     Shot,
     Step,
-    box_center,
     encode_png,
     quote,
     require_executable,
@@ -61,7 +62,8 @@ def check_dependencies() -> None:
 
         ImageGrab.grab  # noqa: B018
     except ImportError:  # pragma: no cover
-        raise CaptureDependencyError("Pillow with X11 support is needed for screenshots (`pip install pillow`)") from None
+        raise CaptureDependencyError("Pillow with X11 support is needed for screenshots "
+                                     "(`pip install pillow`)") from None
 
 
 def mousepad_version() -> str:
@@ -442,4 +444,5 @@ def capture(scenarios=SCENARIOS) -> list[Step]:
 def write(out_dir: str | os.PathLike) -> dict:
     """Capture and write `out/train/desktop.parquet` and the desktop rows of `out/test/realgui_test.parquet`."""
     steps = capture()
-    return {"app": mousepad_version(), "files": write_steps(steps, out_dir, "desktop", "realgui_test", group="desktop")}
+    files = write_steps(steps, out_dir, "desktop", "realgui_test", group="desktop")
+    return {"app": mousepad_version(), "files": files}

@@ -12,7 +12,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .common import CaptureDependencyError, Step, box_center, quote
+from gui_r1_lite.geometry import box_center
+
+from .common import CaptureDependencyError, Step, quote
 
 # Task-area clip: the page's #wrap element (160 x 210 CSS px). DPR 1 keeps images tiny.
 DPR = 1
@@ -58,7 +60,8 @@ TASKS: dict[str, tuple[MStep, ...]] = {
                                       + _find(".ui-dialog-buttonpane button", f"e.textContent === {_QUOTED}")),),
     # multi-step episodes (task_type "high", with history)
     "click-option": (
-        MStep("click", _find("#boxes label", "e.textContent === core.getUtterance().match(/^Select (.*) and click Submit/)[1]")),
+        MStep("click", _find("#boxes label",
+                             "e.textContent === core.getUtterance().match(/^Select (.*) and click Submit/)[1]")),
         MStep("click", "document.getElementById('subbtn')"),
     ),
     "click-button-sequence": (
@@ -111,7 +114,8 @@ def html_dir() -> Path:
     try:
         import miniwob
     except ImportError:
-        raise CaptureDependencyError("Python package `miniwob` is missing; install it with `pip install miniwob`") from None
+        raise CaptureDependencyError("Python package `miniwob` is missing; "
+                                     "install it with `pip install miniwob`") from None
     path = Path(os.path.dirname(miniwob.__file__)) / "html" / "miniwob"
     if not path.is_dir():
         raise CaptureDependencyError(f"`miniwob` is installed but has no task pages at {path}")

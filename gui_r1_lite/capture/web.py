@@ -20,7 +20,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import CaptureDependencyError, Step, box_center, quote, write_steps
+from gui_r1_lite.geometry import box_center
+
+from .common import CaptureDependencyError, Step, quote, write_steps
 
 DOC_GLOBS = ("/usr/share/doc/python3-doc/html", "/usr/share/doc/python3*/html")
 
@@ -48,7 +50,8 @@ DESKTOP_TASKS = {
               ("navigate", "index.html", "Tutorial", "4. More Control Flow Tools"),
               ("navigate", "index.html", "Library Reference", "Built-in Functions"),
               ("navigate", "index.html", "Python HOWTOs", "Logging HOWTO"),
-              ("back", "index.html", "Python Setup and Usage"), ("back", "tutorial/index.html", "Python/C API Reference Manual")),
+              ("back", "index.html", "Python Setup and Usage"),
+              ("back", "tutorial/index.html", "Python/C API Reference Manual")),
     "test": (("search", "pathlib"), ("search", "generator expression"),
              ("navigate", "index.html", "Language Reference", "6. Expressions"),
              ("navigate", "index.html", "FAQs", "Programming FAQ"),

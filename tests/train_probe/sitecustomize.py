@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -32,14 +31,12 @@ def _install(trainer_module) -> None:
         def on_train_begin(self, args, state, control, model=None, **kw):
             if not _DIR:
                 return
-            from gui_r1_lite.train import trainable_fingerprint
+            from gui_r1_lite.runio import rank, write_json_atomic
+            from gui_r1_lite.training import trainable_fingerprint
 
-            rank = int(os.environ.get("RANK", "0"))
-            out = Path(_DIR)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"begin-rank{rank}.json").write_text(json.dumps({
-                "rank": rank, "global_step": state.global_step,
-                "trainable_fingerprint": trainable_fingerprint(model) if model is not None else None}))
+            write_json_atomic(Path(_DIR) / f"begin-rank{rank()}.json", {
+                "rank": rank(), "global_step": state.global_step,
+                "trainable_fingerprint": trainable_fingerprint(model) if model is not None else None})
 
         def on_step_end(self, args, state, control, **kw):
             if _SLEEP > 0:

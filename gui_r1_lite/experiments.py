@@ -1,0 +1,188 @@
+"""Notebook 04's experiment, one call per step: `plan_experiment` turns the notebook's parameters into
+the profile's experiment (the recipe's GRPO run, or the miniature: GRPO against SFT over seeds),
+`run_experiment` trains it and scores the policy before and after, `notebook_result` reports it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import pipeline
+from .miniature import MiniatureSettings, arm_results, run_miniature
+from .profiles import Profile, get_profile
+
+EXPERIMENTS = ("miniature", "recipe")
+#: What notebook 05 needs of the miniature besides its arms (`miniature_of`), kept in notebook 04's result.
+MINIATURE_DETAILS = ("seeds", "n_heldout", "data", "per_task_click_accuracy", "warm_start", "compute", "seconds",
+                     "settings")
+
+
+@dataclass
+class Experiment:
+    """What notebook 04 runs: `kind` "recipe" (`config`, scored on `heldout`) or "miniature"
+    (`settings` over `seeds`, written under `miniature_dir`), for `profile`, into `output_dir`."""
+
+    kind: str
+    profile: Profile
+    output_dir: Path
+    config: Any = None                  # recipe: a training.TrainConfig
+    heldout: Path | None = None         # recipe: the rows answered before and after training
+    settings: MiniatureSettings | None = None
+    seeds: list[int] = field(default_factory=list)
+
+    @property
+    def miniature_dir(self) -> Path:
+        return self.output_dir / "miniature"
+
+    @property
+    def pixels(self) -> dict[str, int]:
+        return {"min_pixels": self.profile.min_pixels, "max_pixels": self.profile.max_pixels}
+
+    def describe(self) -> str:
+        """The training configuration (recipe) or the miniature's settings, as YAML."""
+        values = self.config.to_dict() if self.kind == "recipe" else self.settings.to_dict()
+        return yaml.safe_dump(values, sort_keys=False)
+
+
+@dataclass
+class TrainingRun:
+    """What `run_experiment` trained: the GRPO run's folder, the folders of the predictions made
+    before and after it on `heldout` (with their labels), and where the trained policy is."""
+
+    grpo_run: Path
+    heldout: str
+    before_dir: Path
+    after_dir: Path
+    before_name: str
+    after_name: str
+    base_model: str
+    trained_model: str | None = None    # a fully fine-tuned model folder
+    adapter_dir: str | None = None      # a LoRA adapter on `base_model`
+
+
+def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.PathLike,
+                    data_dir: str | os.PathLike, run_dir: str | os.PathLike, train_data: str = "",
+                    max_steps: int = 0, seeds: str | Sequence[int] = "0,1,2",
+                    miniature_settings: str = "") -> Experiment:
+    """Notebook 04's parameters as an `Experiment`, checked before anything trains.
+
+    Args:
+        profile: the profile's name ("cpu-mini", "gpu-3b").
+        experiment: "miniature" or "recipe"; empty: the profile's.
+        output_dir: the notebook's output folder.
+        data_dir: the sample data folder (the profile's data paths are taken from it).
+        run_dir: the pipeline's run folder; the recipe trains on notebook 01's curated file when it is there.
+        train_data: recipe: a GUI-R1 parquet file, folder or hub id (overrides notebook 01's file).
+        max_steps: recipe: GRPO steps (0: the recipe's).
+        seeds: miniature: the seeds, as "0,1,2" or a list.
+        miniature_settings: miniature: a YAML mapping of `MiniatureSettings` overrides.
+    """
+    prof = get_profile(profile)
+    kind = experiment or prof.experiment
+    out = Path(output_dir)
+    if kind == "recipe":
+        return Experiment(kind, prof, out, config=_recipe_config(prof, out, data_dir, run_dir, train_data, max_steps),
+                          heldout=_heldout(prof, data_dir))
+    if kind == "miniature":
+        settings = MiniatureSettings.from_overrides(**(yaml.safe_load(miniature_settings or "") or {})).validate()
+        seed_list = [int(s) for s in (seeds.split(",") if isinstance(seeds, str) else seeds) if str(s).strip()]
+        return Experiment(kind, prof, out, settings=settings, seeds=seed_list)
+    raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {kind!r}")
+
+
+def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str, max_steps: int):
+    """The profile's GRPO recipe, on notebook 01's curated file when the pipeline made one."""
+    from .training import TrainConfig
+
+    curated = pipeline.read_result(run_dir, "01")
+    source = train_data or (curated or {}).get("curated") or prof.data_source("train", str(data_dir))
+    overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo")}
+    if max_steps:
+        overrides["max_steps"] = int(max_steps)
+    return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides)
+
+
+def _heldout(prof: Profile, data_dir) -> Path:
+    """The profile's evaluation data, or the shipped test files when it is not on disk."""
+    eval_file = Path(prof.data_source("eval", str(data_dir)))
+    return eval_file if eval_file.exists() else Path(data_dir, "test")
+
+
+def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4) -> TrainingRun:
+    """Train `exp` and score the policy before and after training on held-out rows.
+
+    The miniature runs its first seed (warm start, GRPO, SFT continuation, evaluations; the other
+    seeds are `miniature.run_miniature`'s); "before" is the warm start, "after" SFT → GRPO. The
+    recipe scores its starting policy on `samples_shown` rows of each held-out file, trains, and
+    scores the trained adapter on the same rows. `callbacks` (TrainerCallbacks, e.g. live curves)
+    go to every training run.
+    """
+    if exp.kind == "miniature":
+        return _run_first_seed(exp, callbacks)
+    return _run_recipe(exp, callbacks, samples_shown)
+
+
+def _run_first_seed(exp: Experiment, callbacks: Sequence) -> TrainingRun:
+    first = run_miniature(exp.miniature_dir, exp.seeds[:1], settings=exp.settings, callbacks=list(callbacks))
+    seed = str(exp.seeds[0])
+    predictions, models = first["predictions"][seed], first["models"][seed]
+    return TrainingRun(grpo_run=Path(first["runs"][seed]["sft_grpo"]), heldout=first["data"]["heldout"],
+                       before_dir=Path(predictions["warm"]), after_dir=Path(predictions["sft_grpo"]),
+                       before_name="SFT warm start", after_name="SFT → GRPO",
+                       base_model=models["warm"][0], trained_model=models["sft_grpo"][0])
+
+
+def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: Path, limit: int) -> None:
+    """Answer `limit` rows of each held-out file with `model` (+ `adapter`) into `folder`, then free it."""
+    from .evaluate import ModelCompleter, evaluate
+    from .modeling import free_memory, load_policy
+
+    policy = load_policy(model, quantization=exp.config.quantization, lora=None, adapter=adapter, **exp.pixels)
+    evaluate(exp.heldout, ModelCompleter(policy, name), folder, limit=limit, progress=False,
+             max_new_tokens=exp.config.get("max_completion_length"), **exp.pixels)
+    del policy
+    free_memory()
+
+
+def _run_recipe(exp: Experiment, callbacks: Sequence, samples_shown: int) -> TrainingRun:
+    from .training import resolve_model, train
+
+    before_dir, after_dir = exp.output_dir / "samples_start", exp.output_dir / "samples_end"
+    _score(exp, resolve_model(exp.config), None, "start", before_dir, samples_shown)
+    res = train(exp.config, callbacks=list(callbacks))
+    from .modeling import free_memory
+
+    free_memory()
+    _score(exp, res.base_model, res.adapter_dir, "end", after_dir, samples_shown)
+    return TrainingRun(grpo_run=Path(res.output_dir), heldout=str(exp.heldout), before_dir=before_dir,
+                       after_dir=after_dir, before_name="start", after_name="end", base_model=res.base_model,
+                       adapter_dir=res.adapter_dir)
+
+
+def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None) -> dict:
+    """Notebook 04's `result.json`: the GRPO run's metrics at the start and the end (`training.start_and_end`),
+    its last step, where the trained policy is, and with `study` (`run_miniature`'s result) the
+    miniature's arms and the details notebook 05 shows."""
+    from .training import read_metrics, start_and_end
+
+    steps = [r["step"] for r in read_metrics(run.grpo_run) if "step" in r]
+    result = {"profile": exp.profile.name, "experiment": exp.kind, "grpo_run": str(run.grpo_run),
+              "global_step": max(steps, default=0), **start_and_end(run.grpo_run),
+              "base_model": run.base_model, "adapter_dir": run.adapter_dir, "trained_model": run.trained_model}
+    if study is not None:
+        result["miniature"] = arm_results(study)
+        result["miniature_details"] = {k: study[k] for k in MINIATURE_DETAILS}
+    return result
+
+
+def miniature_of(result: dict | None) -> dict | None:
+    """The miniature as `miniature_table` and `viz.miniature_bars` read it, from notebook 04's
+    result (None when that run had no miniature)."""
+    if not result or "miniature" not in result:
+        return None
+    return {**result["miniature"], **result["miniature_details"]}

@@ -1,0 +1,123 @@
+"""Points, boxes and the three pixel frames of a screenshot: normalised [0, 1], the model's resized
+pixels (as the Qwen2.5-VL processor resizes the image) and the stored image's pixels. Plain
+arithmetic with no notion of actions: data, rewards, metrics and evaluation all measure through it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+#: GUI-R1's marker for "no target" (what it stores as `gt_bbox` and answers as `point` for type, scroll, ...).
+NO_POINT: tuple[int, int] = (-100, -100)
+
+#: GUI-R1's training resolution bounds for the Qwen2.5-VL processor.
+GUI_R1_MIN_PIXELS = 262_144
+GUI_R1_MAX_PIXELS = 1_258_291
+QWEN_FACTOR = 28  # patch 14 x spatial merge 2
+
+
+def is_finite_number(v: object) -> bool:
+    """An int or float (not a bool) that is neither NaN nor infinite."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# --- points and boxes ---------------------------------------------------------------------------
+
+
+def is_no_target(box: Sequence[float]) -> bool:
+    """True for the no-target marker [-100, -100]."""
+    return len(box) == 2 and tuple(box) == NO_POINT
+
+
+def has_target(box: Sequence[float]) -> bool:
+    """True for a target: a 4-value box (x1, y1, x2, y2) or a 2-value point other than [-100, -100]."""
+    return len(box) in (2, 4) and not is_no_target(box)
+
+
+def box_center(box: Sequence[float]) -> tuple[float, float]:
+    """Centre of a 4-value box (x1, y1, x2, y2)."""
+    return (float(box[0]) + float(box[2])) / 2, (float(box[1]) + float(box[3])) / 2
+
+
+def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
+    """The point a target stands for: the centre of a 4-value box, a 2-value point itself, or None
+    when there is no target."""
+    box = [float(v) for v in gt_bbox]
+    if len(box) == 4:
+        return box_center(box)
+    if has_target(box):
+        return box[0], box[1]
+    return None
+
+
+def point_in_box(point: Sequence[float], box: Sequence[float], *, inclusive: bool) -> bool:
+    """Whether `point` lies in the 4-value `box`: edges count when `inclusive`, else strictly
+    inside (the original's ScreenSpot metric and click reward use strict)."""
+    x, y = float(point[0]), float(point[1])
+    x1, y1, x2, y2 = (float(v) for v in box)
+    if inclusive:
+        return x1 <= x <= x2 and y1 <= y <= y2
+    return x1 < x < x2 and y1 < y < y2
+
+
+def within_distance(point: Sequence[float], target: Sequence[float], radius: float) -> bool:
+    """Squared pixel distance from `point` to `target` strictly below `radius`² (the original's
+    test for a 2-value ground-truth point)."""
+    x, y = float(point[0]), float(point[1])
+    return (x - float(target[0])) ** 2 + (y - float(target[1])) ** 2 < radius**2
+
+
+def within_normalised_distance(point: Sequence[float], target: Sequence[float], image_size: Sequence[float],
+                               radius: float) -> bool:
+    """((tx-px)/W)² + ((ty-py)/H)² < radius² (strict): the distance measured in image widths and
+    heights, as the original's GR metric does."""
+    w, h = float(image_size[0]), float(image_size[1])
+    dx = (float(target[0]) - float(point[0])) / w
+    dy = (float(target[1]) - float(point[1])) / h
+    return dx * dx + dy * dy < radius * radius
+
+
+# --- pixel frames -----------------------------------------------------------------------------
+
+
+def model_image_size(width: int, height: int, min_pixels: int = GUI_R1_MIN_PIXELS,
+                     max_pixels: int = GUI_R1_MAX_PIXELS, factor: int = QWEN_FACTOR) -> tuple[int, int]:
+    """(width, height) of an image as the Qwen2.5-VL processor resizes it (transformers' own
+    `smart_resize`: multiples of 28, aspect kept, pixel count within [min, max])."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
+    return int(w), int(h)
+
+
+def _check_size(size: Sequence[float], what: str) -> tuple[float, float]:
+    if len(size) != 2 or not all(is_finite_number(v) and v > 0 for v in size):
+        raise ValueError(f"{what} must be (width, height) with positive values, got {size!r}")
+    return float(size[0]), float(size[1])
+
+
+def _scale(coords: Sequence[float], sx: float, sy: float) -> list[float]:
+    if len(coords) not in (2, 4):
+        raise ValueError(f"coordinates must be a point (x, y) or a box (x1, y1, x2, y2), got {list(coords)!r}")
+    return [float(v) * (sx if i % 2 == 0 else sy) for i, v in enumerate(coords)]
+
+
+def normalized_to_pixels(coords: Sequence[float], size: Sequence[float]) -> list[float]:
+    """[0, 1] coordinates (point or box) -> pixels of an image of `size` = (width, height)."""
+    w, h = _check_size(size, "size")
+    return _scale(coords, w, h)
+
+
+def pixels_to_normalized(coords: Sequence[float], size: Sequence[float]) -> list[float]:
+    """Pixels of an image of `size` = (width, height) -> [0, 1] coordinates."""
+    w, h = _check_size(size, "size")
+    return _scale(coords, 1.0 / w, 1.0 / h)
+
+
+def rescale_pixels(coords: Sequence[float], from_size: Sequence[float], to_size: Sequence[float]) -> list[float]:
+    """Pixels of one frame -> pixels of another (model-resized <-> original), as the original
+    evaluation maps predictions back: multiply by to/from per axis."""
+    fw, fh = _check_size(from_size, "from_size")
+    tw, th = _check_size(to_size, "to_size")
+    return _scale(coords, tw / fw, th / fh)

@@ -1,0 +1,106 @@
+"""The miniature's data: MiniWoB++ row ids read as (task, episode seed), and the training and
+evaluation files cut from the shipped parquet files so that no episode seed is in both."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .settings import MiniatureSettings
+
+_ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
+
+
+def _match(sample_id: str) -> re.Match:
+    m = _ID.match(sample_id)
+    if not m:
+        raise ValueError(f"row id {sample_id!r} is not of the form miniwob/<task>/seed<N>/step<k>")
+    return m
+
+
+def task_of(sample_id: str) -> str:
+    """The MiniWoB task of a row id `miniwob/<task>/seed<N>/step<k>`."""
+    return _match(sample_id)["task"]
+
+
+def seed_of(sample_id: str) -> int:
+    """The MiniWoB episode seed of a row id `miniwob/<task>/seed<N>/step<k>`."""
+    return int(_match(sample_id)["seed"])
+
+
+def select_rows(samples: Iterable, tasks: Sequence[str] | None = None,
+                seeds: tuple[int, int] | None = None) -> list:
+    """Samples of `tasks` (None: all) whose episode seed lies in the inclusive range `seeds` (None: all)."""
+    out = []
+    for s in samples:
+        if tasks is not None and task_of(s.id) not in tasks:
+            continue
+        if seeds is not None and not seeds[0] <= seed_of(s.id) <= seeds[1]:
+            continue
+        out.append(s)
+    return out
+
+
+def task_mix(samples: Iterable) -> dict[str, int]:
+    """Rows per task, tasks in alphabetical order."""
+    return dict(sorted(Counter(task_of(s.id) for s in samples).items()))
+
+
+def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool) -> tuple[list, list]:
+    """(training rows, evaluation rows), with the checks that make the split a fair one."""
+    from ..data import load_gui_r1
+
+    tasks = tuple(settings.tasks) if settings.tasks is not None else None
+    train_all = load_gui_r1(train_data).samples
+    train = select_rows(train_all, tasks, tuple(settings.train_seeds))
+    if validate:
+        lo, hi = settings.validation_seeds
+        if not (hi < settings.train_seeds[0] or lo > settings.train_seeds[1]):
+            raise ValueError(f"validation seeds {settings.validation_seeds} overlap train seeds "
+                             f"{settings.train_seeds}")
+        heldout = select_rows(train_all, tasks, tuple(settings.validation_seeds))
+    else:
+        heldout = select_rows(load_gui_r1(heldout_data).samples, tasks)
+    if not train:
+        raise ValueError(f"{train_data}: no rows of tasks {tasks} with seeds {settings.train_seeds}")
+    if not validate and len(heldout) < settings.min_heldout_rows:
+        raise ValueError(f"only {len(heldout)} evaluation rows for tasks {tasks} (at least "
+                         f"{settings.min_heldout_rows} wanted); widen the task mix")
+    overlap = {seed_of(s.id) for s in train} & {seed_of(s.id) for s in heldout}
+    if overlap:
+        raise ValueError(f"evaluation rows share episode seeds {sorted(overlap)} with the training rows")
+    return train, heldout
+
+
+def prepare_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
+                 settings: MiniatureSettings, validate: bool = False) -> dict[str, Any]:
+    """Write the two files a miniature run trains and scores on.
+
+    Args:
+        out_dir: the run folder; the files go to `out_dir/data/`.
+        train_data: the MiniWoB++ training parquet; its `settings.train_seeds` rows of the task mix
+            become `data/train.parquet` (GUI-R1 training schema).
+        heldout_data: the held-out parquet; its task-mix rows become `data/heldout.parquet`
+            (benchmark schema). Not read when `validate`.
+        settings: the task mix, the seed ranges and `min_heldout_rows`.
+        validate: score on the validation seeds of `train_data` instead of `heldout_data`.
+
+    Returns:
+        The two paths, row counts, rows with a box target, and the task mix of each file.
+    """
+    from ..data import write_gui_r1
+
+    data = Path(out_dir) / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    train, heldout = _split(train_data, heldout_data, settings, validate)
+    train_path = write_gui_r1(train, data / "train.parquet", schema="train")
+    heldout_path = write_gui_r1(heldout, data / "heldout.parquet", schema="benchmark")
+    return {"train": str(train_path), "heldout": str(heldout_path), "validate": validate,
+            "n_train": len(train), "n_heldout": len(heldout),
+            "n_heldout_click": sum(1 for s in heldout if s.gt_action == "click" and len(s.gt_bbox) == 4),
+            "train_tasks": task_mix(train), "heldout_tasks": task_mix(heldout),
+            "heldout_source": str(train_data if validate else heldout_data)}

@@ -1,0 +1,156 @@
+"""One stage of a miniature run: a training run or an evaluation, run once into its own folder and
+cached there (`stage.json`), so that a rerun skips what finished and restarts what did not."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..runio import read_json, write_json_atomic
+from .settings import MiniatureSettings
+from .splits import task_of
+
+STAGE_FILE = "stage.json"
+
+
+@contextlib.contextmanager
+def _quiet(log: Path, progress: bool) -> Iterator[None]:
+    """Training and loading chatter goes to `log` unless `progress`."""
+    if progress:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+        yield
+
+
+def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False) -> dict:
+    """Run `fn` once: its result (plus `seconds`) is stored in `folder/stage.json`, which later
+    runs read instead of running it again (the returned dict says `skipped`). `fresh` clears an
+    unfinished folder first (a training run cut short must start over); `progress` shows the
+    stage's output instead of sending it to `folder/log.txt`."""
+    done = folder / STAGE_FILE
+    if done.exists():
+        return {**read_json(done), "skipped": True}
+    if fresh and folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if progress:
+        print(f"[miniature] {folder}", flush=True)
+    t0 = time.perf_counter()
+    with _quiet(folder / "log.txt", progress):
+        info = fn()
+    info["seconds"] = round(time.perf_counter() - t0, 2)
+    write_json_atomic(done, info)
+    return {**info, "skipped": False}
+
+
+def train_config(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
+                 train_file: str, steps: int, lr: float, seed: int, scheduler: str) -> dict[str, Any]:
+    """The flat training configuration of one stage: `method` "sft" or "grpo" from `start` (a
+    trained stage's `(model, adapter)`, or None for a new tiny model built with `seed`) on
+    `train_file`, `steps` steps at learning rate `lr` with `scheduler`, written to `folder`."""
+    model, init_adapter = start or ("tiny", None)
+    cfg: dict[str, Any] = dict(
+        method=method, model=model, tiny=dict(settings.tiny), tiny_seed=seed, lora=settings.lora,
+        train_vision=settings.train_vision, init_adapter=init_adapter, train_data=train_file,
+        min_pixels=settings.min_pixels, max_pixels=settings.max_pixels, learning_rate=lr, max_steps=steps,
+        lr_scheduler_type=scheduler, seed=seed, output_dir=str(folder), save_steps=10**9, save_total_limit=None,
+        device="cpu", logging_steps=1, sft_thinking="")
+    if method == "sft":
+        cfg["per_device_train_batch_size"] = settings.sft_batch
+    else:
+        cfg.update(rewards=dict(settings.rewards),
+                   per_device_train_batch_size=settings.grpo_prompts_per_step * settings.num_generations,
+                   num_generations=settings.num_generations, temperature=settings.temperature, beta=settings.beta,
+                   loss_type=settings.loss_type, max_completion_length=settings.max_completion_length)
+    return cfg
+
+
+def train_runtime(output_dir: str | Path) -> float | None:
+    """The trainer's own `train_runtime` (seconds) from a run's metrics.jsonl, if it got that far."""
+    from ..training import read_metrics
+
+    for rec in reversed(read_metrics(output_dir)):
+        if "train_runtime" in rec:
+            return float(rec["train_runtime"])
+    return None
+
+
+def train_stage(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
+                train_file: str, steps: int, lr: float, seed: int, scheduler: str,
+                callbacks: Sequence = ()) -> dict:
+    """Train one stage (see `train_config` for the arguments; `callbacks` are TrainerCallbacks)
+    and return what the run reports of it: steps, where the model is, prompt visits, sampled
+    completions, the trainer's runtime and the learning rate."""
+    from ..training import TrainConfig, train
+
+    cfg = TrainConfig.from_dict(train_config(settings, folder, method=method, start=start, train_file=train_file,
+                                             steps=steps, lr=lr, seed=seed, scheduler=scheduler),
+                                source=f"miniature stage {folder}")
+    result = train(cfg, callbacks=list(callbacks))
+    grpo = method == "grpo"
+    prompts_per_step = settings.grpo_prompts_per_step if grpo else settings.sft_batch
+    return {"method": method, "steps": result.global_step, "adapter_dir": result.adapter_dir,
+            "base_model": result.base_model, "prompt_visits": result.global_step * prompts_per_step,
+            "completions": result.global_step * prompts_per_step * settings.num_generations if grpo else 0,
+            "train_runtime": train_runtime(folder), "learning_rate": lr}
+
+
+def policy_of(settings: MiniatureSettings, stage: dict) -> tuple[str, str | None]:
+    """(model folder, adapter folder or None) of a trained stage."""
+    if settings.lora:
+        return stage["base_model"], stage["adapter_dir"]
+    return stage["adapter_dir"], None  # full fine-tuning saves the whole model there
+
+
+def arm_metrics(summary: dict, records: Sequence[dict]) -> dict[str, float]:
+    """The three fractions the miniature reports of one evaluation (`evaluate.evaluate`'s summary
+    and its records): format rate, click accuracy, strict step success."""
+    n = len(records)
+    fmt = sum(1 for r in records if not r.get("parse_error")) / n if n else 0.0
+    g = summary.get("grounding") or {}
+    a = summary.get("action") or {}
+    return {"format_rate": fmt, "click_accuracy": float(g.get("overall") or 0.0),
+            "strict_step_success": float(a.get("strict_step_success") or 0.0)}
+
+
+def per_task_click_accuracy(records: Sequence[dict]) -> dict[str, float | None]:
+    """Grounding accuracy per MiniWoB task (None for tasks without box targets)."""
+    from ..metrics import grounding_metrics
+
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        by.setdefault(task_of(r["id"]), []).append(r)
+    out = {}
+    for task, recs in sorted(by.items()):
+        g = grounding_metrics(recs)
+        out[task] = g["overall"] if g else None
+    return out
+
+
+def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
+                   policy: tuple[str, str | None] | int, name: str) -> dict:
+    """Score `policy` on the `heldout` file into `folder`: a trained stage's `(model, adapter)`
+    (named `name` in the records) or, as an int, the random baseline with that seed."""
+    from ..evaluate import PREDICTIONS, ModelCompleter, RandomBaseline, evaluate, read_records
+
+    if isinstance(policy, int):
+        completer = RandomBaseline(policy)
+    else:
+        from ..modeling import load_policy
+
+        model, adapter = policy
+        completer = ModelCompleter(load_policy(model, None, lora=None, adapter=adapter,
+                                               min_pixels=settings.min_pixels, max_pixels=settings.max_pixels,
+                                               device="cpu"), name)
+    summary = evaluate(heldout, completer, folder, batch_size=settings.eval_batch_size,
+                       max_new_tokens=settings.max_new_tokens, min_pixels=settings.min_pixels,
+                       max_pixels=settings.max_pixels, limit=settings.eval_limit, progress=False)
+    records = read_records(folder / PREDICTIONS)
+    return {"metrics": arm_metrics(summary, records), "n": len(records),
+            "per_task_click_accuracy": per_task_click_accuracy(records)}

@@ -1,0 +1,96 @@
+"""The checks of a `TrainConfig` that TRL cannot make: our settings, and ours against TRL's (the
+batch against the group size and the processes, the device against the machine). They run before
+any model loads, and each message says what to change."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from ..actions import COMPATS
+from ..modeling import QUANTIZATIONS
+from ..runio import world_size
+from .config import METHODS, ConfigError, TrainConfig
+
+DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
+REPORTERS: tuple[str, ...] = ("none", "tensorboard", "wandb")
+POSITIVE = ("per_device_train_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps")
+POSITIVE_GRPO = ("num_generations", "max_completion_length")
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """Raise `ConfigError` for the first setting that cannot run."""
+    check_choices(cfg)
+    check_model(cfg)
+    check_device(cfg)
+    check_steps(cfg)
+    if cfg.method == "grpo":
+        check_grpo(cfg)
+
+
+def check_choices(cfg: TrainConfig) -> None:
+    if cfg.method not in METHODS:
+        raise ConfigError(f"method must be one of {METHODS}, got {cfg.method!r}")
+    if cfg.compat not in COMPATS:
+        raise ConfigError(f"compat must be one of {COMPATS}, got {cfg.compat!r}")
+    if cfg.device not in DEVICES:
+        raise ConfigError(f"device must be auto, cpu or cuda, got {cfg.device!r}")
+    report_to = cfg.get("report_to")
+    for name in [report_to] if isinstance(report_to, str) or report_to is None else report_to:
+        if name not in REPORTERS:
+            raise ConfigError(f"report_to must be none, tensorboard or wandb, got {report_to!r}")
+    if not 0 < cfg.min_pixels <= cfg.max_pixels:
+        raise ConfigError(f"need 0 < min_pixels <= max_pixels, got {cfg.min_pixels}, {cfg.max_pixels}")
+
+
+def check_model(cfg: TrainConfig) -> None:
+    if cfg.quantization not in (None, *QUANTIZATIONS):
+        raise ConfigError(f"quantization must be null, '4bit' or '8bit', got {cfg.quantization!r}")
+    if cfg.quantization and importlib.util.find_spec("bitsandbytes") is None:
+        raise ConfigError(f"quantization {cfg.quantization!r} needs bitsandbytes: `pip install bitsandbytes` "
+                          "or set quantization: null")
+    if cfg.quantization and not (cfg.lora or cfg.init_adapter):
+        raise ConfigError("a quantised model cannot be fine-tuned without an adapter: set lora: true")
+    if cfg.model != "tiny" and not Path(cfg.model).exists() and "/" not in cfg.model:
+        raise ConfigError(f"model {cfg.model!r} is neither 'tiny', a folder, nor a hub id 'owner/name'")
+
+
+def check_device(cfg: TrainConfig) -> None:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    if cfg.device == "cuda" and not cuda:
+        raise ConfigError("device: cuda was asked for but no CUDA device is visible; use device: auto or cpu")
+    if cfg.method == "grpo" and cfg.get("use_vllm") and not cuda:
+        raise ConfigError("use_vllm needs a CUDA GPU (vLLM is CUDA-only); set use_vllm: false")
+    if cfg.get("bf16") and not (cuda and torch.cuda.is_bf16_supported()):
+        raise ConfigError("bf16: true needs a CUDA GPU with bf16 support; set bf16: null (auto)")
+
+
+def check_steps(cfg: TrainConfig) -> None:
+    for name in POSITIVE + (POSITIVE_GRPO if cfg.method == "grpo" else ()):
+        value = cfg.get(name)
+        if value is None or int(value) < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value!r}")
+    if cfg.get("max_steps") == 0 or (cfg.get("max_steps") < 0 and cfg.get("num_train_epochs") <= 0):
+        raise ConfigError("set max_steps > 0 or num_train_epochs > 0")
+    if not cfg.get("learning_rate") > 0:
+        raise ConfigError(f"learning_rate must be positive, got {cfg.get('learning_rate')!r}")
+
+
+def check_grpo(cfg: TrainConfig) -> None:
+    generations = cfg.get("num_generations")
+    if generations < 2:
+        raise ConfigError("GRPO needs num_generations >= 2: advantages are relative within a group")
+    batch = cfg.get("per_device_train_batch_size") * cfg.get("gradient_accumulation_steps") * world_size()
+    if batch % generations:
+        raise ConfigError(
+            f"per_device_train_batch_size x gradient_accumulation_steps x processes = {batch} is not "
+            f"divisible by num_generations = {generations}; e.g. set per_device_train_batch_size to {generations}")
+    if not cfg.rewards:
+        raise ConfigError("rewards is empty; e.g. rewards: {gui_r1: 1.0}")
+    from ..rewards import REWARDS
+
+    unknown = sorted(set(cfg.rewards) - set(REWARDS))
+    if unknown:
+        raise ConfigError(f"unknown reward(s) {unknown}; registered: {sorted(REWARDS)}")

@@ -1,0 +1,144 @@
+"""One training run end to end: the configured model, data and rewards wired into TRL's
+`GRPOTrainer` (GUI-R1's method) or `SFTTrainer` (the paper's baseline on the same data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..actions import format_answer, target_action
+from ..runio import is_main_process, write_json_atomic, write_text_atomic
+from .checkpoints import drop_incomplete_checkpoints, last_checkpoint
+from .config import ConfigError, TrainConfig, trl_defaults
+
+
+@dataclass
+class TrainResult:
+    """Where a finished run wrote everything, and how far it got."""
+
+    output_dir: str
+    adapter_dir: str
+    metrics_path: str
+    global_step: int
+    data_report: dict
+    base_model: str = ""      # the model the run started from: hub id or folder (the built tiny model)
+
+
+def resolve_model(cfg: TrainConfig, wait_seconds: float = 600.0) -> str:
+    """The model folder or hub id; "tiny" is built (deterministically) under output_dir/base_model."""
+    if cfg.model != "tiny":
+        return cfg.model
+    from ..tiny import ensure_tiny_model
+
+    folder = Path(cfg.get("output_dir")) / "base_model"
+    return ensure_tiny_model(folder, seed=cfg.tiny_seed, wait_seconds=wait_seconds, **cfg.tiny)
+
+
+def sft_completion(row: dict, thinking: str = "") -> list[dict]:
+    """The SFT target of a training row: the ground-truth action as the policy should write it."""
+    answer = format_answer(target_action(row["gt_action"], row["gt_bbox"], row["gt_input_text"]), thinking)
+    return [{"role": "assistant", "content": answer}]
+
+
+def build_datasets(cfg: TrainConfig):
+    """(TRL dataset, validation report) from the configured data, in the model's pixel frame."""
+    import datasets
+
+    from ..data import load_gui_r1, to_train_rows
+
+    loaded = load_gui_r1(cfg.train_data, split=cfg.train_split, limit=cfg.limit)
+    if not loaded.samples:
+        raise ConfigError(f"{cfg.train_data}: no valid rows to train on\n{loaded.report.summary()}")
+    rows = to_train_rows(loaded.samples, cfg.min_pixels, cfg.max_pixels)
+    if cfg.method == "sft":
+        for r in rows:
+            r["completion"] = sft_completion(r, cfg.sft_thinking)
+    return datasets.Dataset.from_list(rows), loaded.report
+
+
+def write_run_settings(cfg: TrainConfig, out: Path) -> None:
+    """`train_config.yaml`: the run's settings as one flat recipe (our defaults for TRL written out),
+    so `TrainConfig.from_yaml` of it reproduces the run."""
+    record = {**cfg.to_dict(), **{k: v for k, v in trl_defaults(cfg.method).items() if k not in cfg.trl_args}}
+    write_text_atomic(out / "train_config.yaml", yaml.safe_dump(record, sort_keys=False))
+
+
+def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
+    """(the policy to train, the model it came from: hub id or folder); seeded before LoRA is drawn."""
+    import torch
+    from transformers import set_seed
+
+    from ..modeling import LoraSettings, load_policy
+
+    source = resolve_model(cfg)
+    set_seed(args.seed)  # the LoRA initialisation is drawn in load_policy, before the trainer seeds anything
+    settings = LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
+                            train_vision=cfg.train_vision) if cfg.lora else None
+    return load_policy(
+        source, cfg.quantization, lora=None if cfg.init_adapter else settings,
+        adapter=cfg.init_adapter, adapter_trainable=cfg.init_adapter is not None,
+        min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels,
+        device="cpu" if args.use_cpu else None, dtype=torch.bfloat16 if args.bf16 else None,
+        train_vision=cfg.train_vision, gradient_checkpointing=cfg.gradient_checkpointing), source
+
+
+def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list):
+    """TRL's `GRPOTrainer` (with the configured rewards) or `SFTTrainer`, ready to train."""
+    from .callbacks import MetricsJsonl, RankReport
+
+    common = dict(model=policy.model, args=args, train_dataset=dataset, processing_class=policy.processor,
+                  callbacks=[MetricsJsonl(), RankReport(), *callbacks])
+    if cfg.method == "grpo":
+        from trl import GRPOTrainer
+
+        from ..rewards import build_rewards
+
+        return GRPOTrainer(reward_funcs=build_rewards(cfg.rewards, cfg.compat)[0], **common)
+    from trl import SFTTrainer
+
+    return SFTTrainer(**common)
+
+
+def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
+    """The checkpoint a `resume` run continues from (None: start fresh); incomplete ones are removed."""
+    if not cfg.resume:
+        return None
+    resume = last_checkpoint(out)
+    if is_main_process():
+        dropped = drop_incomplete_checkpoints(out, resume)
+        if dropped:
+            print(f"[train] removed incomplete checkpoint(s) {dropped}", flush=True)
+        print(f"[train] resuming from {resume}" if resume else "[train] no checkpoint to resume; starting fresh",
+              flush=True)
+    return resume
+
+
+def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
+    """Run one configured training job end to end; returns where everything was written.
+
+    `callbacks` are extra `transformers.TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()`
+    for live curves in a notebook); metrics.jsonl is written either way."""
+    cfg.validate()
+    args = cfg.trainer_args()
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if is_main_process():
+        write_run_settings(cfg, out)
+    policy, source = load_model(cfg, args)
+    dataset, report = build_datasets(cfg)
+    if is_main_process():
+        write_json_atomic(out / "data_report.json", report.to_dict())
+    trainer = build_trainer(cfg, args, policy, dataset, list(callbacks or []))
+    resume = checkpoint_to_resume(cfg, out)
+    trainer.train(resume_from_checkpoint=resume)
+    adapter_dir = out / "adapter"
+    trainer.save_model(str(adapter_dir))
+    if is_main_process():
+        policy.processor.save_pretrained(str(adapter_dir))
+    return TrainResult(str(out), str(adapter_dir), str(out / "metrics.jsonl"), trainer.state.global_step,
+                       report.to_dict(), base_model=source)
+
+

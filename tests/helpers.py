@@ -1,0 +1,96 @@
+"""Row and file builders shared by several test modules: GUI-R1 training rows (good and bad) and
+small benchmark-schema parquet files. Test modules import these from here, never from each other."""
+
+from __future__ import annotations
+
+import io
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from PIL import Image, ImageDraw
+
+#: The cpu-mini profile's processor bounds: the smallest model frame, the hardest round trip.
+MINI = {"min_pixels": 28 * 28 * 16, "max_pixels": 28 * 28 * 64}
+#: The "no target" point of actions without coordinates.
+NO_TARGET = [-100.0, -100.0]
+
+
+def png(w: int = 200, h: int = 100, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    """A plain one-colour PNG."""
+    buf = io.BytesIO()
+    Image.new("RGB", (w, h), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def screenshot_png(w: int, h: int, seed: int) -> bytes:
+    """A PNG with six coloured boxes on grey, different for each seed (a stand-in screenshot)."""
+    im = Image.new("RGB", (w, h), (235, 235, 235))
+    d = ImageDraw.Draw(im)
+    rng = random.Random(seed)
+    for _ in range(6):
+        x, y = rng.randrange(w - 60), rng.randrange(h - 40)
+        d.rectangle([x, y, x + 60, y + 30], fill=(rng.randrange(256), 90, 160))
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def train_row(i: int, **over) -> dict:
+    """A valid low-level click row of the GUI-R1 training schema; `over` replaces columns."""
+    row = {"image": {"bytes": png(), "path": f"{i}.png"}, "instruction": f"click button {i}", "history": "None",
+           "task_type": "low", "gt_action": "click", "gt_bbox": [0.1, 0.2, 0.3, 0.4],
+           "gt_input_text": "no input text", "id": f"r{i}"}
+    row.update(over)
+    return row
+
+
+BAD = {  # name -> (overrides, column that must be named, words in the message)
+    "undecodable": ({"image": {"bytes": b"not a png", "path": "x.png"}}, "image", "do not decode"),
+    "outside": ({"gt_bbox": [0.5, 0.5, 1.2, 0.9]}, "gt_bbox", "outside"),
+    "nan": ({"gt_bbox": [float("nan"), 0.1, 0.2, 0.3]}, "gt_bbox", "NaN"),
+    "zero_area": ({"gt_bbox": [0.2, 0.2, 0.2, 0.4]}, "gt_bbox", "zero area"),
+    "reversed": ({"gt_bbox": [0.5, 0.2, 0.3, 0.4]}, "gt_bbox", "x2 < x1"),
+    "not_in_space": ({"gt_action": "teleport", "task_type": "high"}, "gt_action", "not in the 'high' action space"),
+    "low_not_click": ({"gt_action": "type", "gt_input_text": "x"}, "gt_action", "not in the 'low' action space"),
+    "type_no_text": ({"gt_action": "type", "task_type": "high", "gt_bbox": NO_TARGET}, "gt_input_text",
+                     "needs an input text"),
+    "scroll_no_text": ({"gt_action": "scroll", "task_type": "high", "gt_bbox": NO_TARGET}, "gt_input_text",
+                       "needs an input text"),
+    "click_no_box": ({"gt_bbox": NO_TARGET}, "gt_bbox", "needs a target"),
+    "empty_instruction": ({"instruction": "  "}, "instruction", "non-empty"),
+    "bad_task_type": ({"task_type": "medium"}, "task_type", "'high' or 'low'"),
+}
+
+
+def _screenspot_rows() -> list[dict]:
+    rows = []
+    for i in range(8):
+        w, h = (540, 1170) if i % 2 else (1280, 720)
+        x, y = 40 + 37 * i, 50 + 23 * i
+        rows.append({"image": {"bytes": screenshot_png(w, h, i), "path": f"{i}.png"},
+                     "instruction": f"click the item {i}", "history": "None", "gt_action": "click",
+                     "gt_bbox": [x, y, x + 30.0 + i, y + 14.0], "gt_input_text": "no input text",
+                     "group": ["mobile", "web"][i % 2], "ui_type": ["text", "icon"][(i // 2) % 2]})
+    return rows
+
+
+def _androidcontrol_rows() -> list[dict]:
+    steps = [("click", [30.0, 40.0, 110.0, 72.0], "no input text"), ("type", NO_TARGET, "hello world"),
+             ("scroll", NO_TARGET, "down"), ("press_back", NO_TARGET, "no input text"),
+             ("long_press", [300.0, 500.0], "no input text"), ("open_app", NO_TARGET, "Gmail"),
+             ("wait", NO_TARGET, "no input text"), ("click", [200.0, 900.0, 260.0, 930.0], "no input text")]
+    return [{"image": {"bytes": screenshot_png(540, 1170, 100 + i), "path": f"a{i}.png"},
+             "instruction": f"do the {a} step", "history": "Step 1: open the app.", "gt_action": a, "gt_bbox": b,
+             "gt_input_text": t, "group": "android", "ui_type": ""} for i, (a, b, t) in enumerate(steps)]
+
+
+def write_benchmark_files(folder: Path) -> list[Path]:
+    """Two small benchmark-schema files: a ScreenSpot-like grounding file (4-value pixel boxes,
+    two groups and ui_types, two image sizes) and an AndroidControl-like file (every kind of step)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / "screenspot_test.parquet", folder / "androidcontrol_low_test.parquet"]
+    pq.write_table(pa.Table.from_pylist(_screenspot_rows()), paths[0])
+    pq.write_table(pa.Table.from_pylist(_androidcontrol_rows()), paths[1])
+    return paths

@@ -1,0 +1,57 @@
+"""Command-line error reporting: one line with the fix, exit 2 for usage and 1 for a failed run,
+the traceback only when asked for."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui_r1_lite.errors import DEBUG_ENV, RunFailed, UsageError, run_cli
+
+
+class ConfigLikeError(ValueError):
+    pass
+
+
+def _raising(exc):
+    def main(argv):
+        raise exc
+    return main
+
+
+@pytest.mark.parametrize("exc, code", [(UsageError("--limit must be at least 1"), 2),
+                                       (ConfigLikeError("recipe x.yaml: unknown key 'lr'"), 2),
+                                       (RunFailed("no usable row in a.parquet"), 1)])
+def test_known_errors_print_one_line_and_exit_with_their_code(monkeypatch, capsys, exc, code):
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    assert run_cli(_raising(exc), [], prog="tool", usage_errors=(ConfigLikeError,)) == code
+    err = capsys.readouterr().err
+    assert f"[tool] error: {exc}" in err and "Traceback" not in err
+
+
+def test_debug_flag_shows_the_traceback_and_is_not_passed_on(monkeypatch, capsys):
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    seen = []
+
+    def main(argv):
+        seen.append(argv)
+        raise UsageError("bad")
+    assert run_cli(main, ["--x", "1", "--debug"], prog="tool") == 2
+    assert seen == [["--x", "1"]]
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_env_variable_also_shows_the_traceback(monkeypatch, capsys):
+    monkeypatch.setenv(DEBUG_ENV, "1")
+    run_cli(_raising(RunFailed("x")), [], prog="tool")
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_bug_is_not_hidden(monkeypatch):
+    monkeypatch.delenv(DEBUG_ENV, raising=False)
+    with pytest.raises(ZeroDivisionError):
+        run_cli(_raising(ZeroDivisionError("bug")), [], prog="tool")
+
+
+def test_success_returns_main_code():
+    assert run_cli(lambda argv: None, []) == 0
+    assert run_cli(lambda argv: 3, []) == 3

@@ -1,0 +1,67 @@
+"""Notebook 04's experiment as the package plans and reports it (no training here: the notebook tests
+run both experiments end to end)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gui_r1_lite import experiments, miniature, pipeline
+from gui_r1_lite.runio import append_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data_samples"
+
+
+def plan(tmp_path: Path, **params) -> experiments.Experiment:
+    return experiments.plan_experiment("cpu-mini", output_dir=tmp_path / "04", data_dir=DATA, run_dir=tmp_path,
+                                       **params)
+
+
+def test_cpu_mini_plans_the_miniature_with_the_notebook_s_settings(tmp_path):
+    exp = plan(tmp_path, seeds="0, 2", miniature_settings="{warm_steps: 8, tasks: [click-tab]}")
+    assert exp.kind == "miniature" and exp.seeds == [0, 2]
+    assert exp.settings.warm_steps == 8 and exp.miniature_dir == tmp_path / "04" / "miniature"
+    assert "warm_steps: 8" in exp.describe()
+
+
+def test_bad_miniature_settings_fail_before_anything_trains(tmp_path):
+    with pytest.raises(ValueError, match="num_generations"):
+        plan(tmp_path, miniature_settings="{num_generations: 1}")
+
+
+def test_an_unknown_experiment_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        plan(tmp_path, experiment="bandit")
+
+
+def test_the_recipe_trains_on_the_profile_s_data_without_notebook_01(tmp_path):
+    exp = plan(tmp_path, experiment="recipe", max_steps=3)
+    cfg = exp.config.to_dict()
+    assert cfg["train_data"] == str(DATA / "train") and cfg["max_steps"] == 3
+    assert cfg["output_dir"] == str(tmp_path / "04" / "grpo") and exp.heldout == DATA / "test"
+    assert "max_steps: 3" in exp.describe()
+
+
+def test_the_recipe_trains_on_notebook_01_s_curated_file_when_there_is_one(tmp_path):
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"), {"curated": "/data/curated.parquet"})
+    assert plan(tmp_path, experiment="recipe").config.to_dict()["train_data"] == "/data/curated.parquet"
+    given = plan(tmp_path, experiment="recipe", train_data="/data/mine.parquet")
+    assert given.config.to_dict()["train_data"] == "/data/mine.parquet"
+
+
+def test_notebook_05_reads_back_the_miniature_notebook_04_reported(tmp_path):
+    grpo = tmp_path / "grpo"
+    append_jsonl(grpo / "metrics.jsonl", [{"step": 1, "loss": 0.5, "reward": 0.1},
+                                          {"step": 2, "loss": 0.3, "reward": 0.4}])
+    arm = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5]} for m in miniature.METRICS}
+    study = {**{a: arm for a in miniature.ARMS}, **{k: k for k in experiments.MINIATURE_DETAILS}, "runs": {}}
+    run = experiments.TrainingRun(grpo_run=grpo, heldout="h", before_dir=tmp_path, after_dir=tmp_path,
+                                  before_name="b", after_name="a", base_model="m", trained_model="t")
+    result = experiments.notebook_result(plan(tmp_path), run, study)
+    assert result["global_step"] == 2 and result["end"]["reward"] == pytest.approx(0.25)
+    assert set(result["miniature"]) == set(miniature.ARMS) and "runs" not in result["miniature_details"]
+    back = experiments.miniature_of(result)
+    assert back["seeds"] == "seeds" and back["sft"] == arm
+    assert experiments.miniature_of({"experiment": "recipe"}) is None

@@ -1,0 +1,45 @@
+"""`tiny.ensure_tiny_model`: the one place that finds or builds the tiny model in a folder; the
+main process builds it whole (temporary folder, then a rename), the other processes wait for it."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from gui_r1_lite.tiny import ensure_tiny_model
+
+
+def test_builds_whole_once_then_reuses(tmp_path):
+    folder = tmp_path / "tiny"
+    (tmp_path / "tiny.tmp-999").mkdir()  # left by a build killed half-way
+    folder.mkdir()
+    (folder / "model.safetensors").write_text("cut short")  # an incomplete folder: no config.json
+    assert ensure_tiny_model(folder, seed=0, vocab_size=512) == str(folder)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["text_config"]["vocab_size"] <= 512 + 22  # the build arguments reached build_tiny_model
+    assert (folder / "model.safetensors").stat().st_size > 100
+    assert not list(tmp_path.glob("tiny.tmp-*"))
+    stamp = (folder / "config.json").stat().st_mtime_ns
+    assert ensure_tiny_model(folder, seed=1) == str(folder)  # a complete model is reused as it is
+    assert (folder / "config.json").stat().st_mtime_ns == stamp
+
+
+def test_other_processes_wait_for_the_main_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    folder = tmp_path / "tiny"
+    with pytest.raises(RuntimeError, match="rank 1: .* did not appear within 0 s"):
+        ensure_tiny_model(folder, wait_seconds=0.2)
+    assert not folder.exists()  # only the main process builds
+
+    def main_process_finishes() -> None:
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+
+    timer = threading.Timer(0.3, main_process_finishes)
+    timer.start()
+    try:
+        assert ensure_tiny_model(folder, wait_seconds=30) == str(folder)
+    finally:
+        timer.cancel()
