@@ -1,9 +1,14 @@
-"""`gui-r1-lite <command> ...`: one entry point for the package's jobs."""
+"""`gui-r1-lite <command> ...`: one entry point for the package's jobs, each reporting errors one
+way (`errors.run_cli`), and the check every job makes of its output folder before it starts."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+from pathlib import Path
+
+from .errors import DEBUG_ENV, UsageError, run_cli
 
 COMMANDS = {
     "pipeline": "gui_r1_lite.pipeline",
@@ -14,14 +19,33 @@ COMMANDS = {
 }
 
 
+def writable_folder(folder: str | os.PathLike, flag: str = "--out") -> Path:
+    """`folder`, made if missing, once a file could be written in it; else `UsageError` naming
+    `flag` (checked before any model loads, so a bad path costs nothing)."""
+    path = Path(folder).expanduser()
+    probe = path / f".write-check-{os.getpid()}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(f"{flag} {folder}: cannot write there ({exc.strerror or exc}); "
+                         "pass a folder you can write to") from None
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch `argv[0]` to its module's `main` with the rest; 2 (and the usage) for an unknown command."""
+    """Dispatch `argv[0]` to its module's `main` with the rest, through `run_cli` (exit 2 for a
+    usage error, 1 for a failed run); 2 (and the usage) for an unknown command."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print("usage: gui-r1-lite {" + ",".join(COMMANDS) + "} [options]   (each takes --help)")
+        print("usage: gui-r1-lite {" + ",".join(COMMANDS) + "} [options]   (each takes --help, and --debug "
+              "for a traceback)")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if "--debug" in argv:
+        os.environ[DEBUG_ENV] = "1"  # also for a command whose main reports its own errors
     module = importlib.import_module(COMMANDS[argv[0]])
-    return int(module.main(argv[1:]) or 0)
+    return run_cli(module.main, argv[1:], prog=f"gui-r1-lite {argv[0]}")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,27 @@
 """Evaluate a policy (or a baseline) on GUI-R1 benchmark files: batched greedy generation with the
 training prompts, each completion read by `actions.parse_completion`, its point mapped from the
 model's frame back to the stored image's pixels, records appended to a resumable JSONL file, and
-the metrics of `metrics.py` written as JSON and Markdown.
+the metrics of `metrics.py` written as JSON and Markdown. The output folder's `run.json` records
+what made the predictions, so that a folder is only ever resumed by the run that began it.
 
     python -m gui_r1_lite.evaluate --data FILE_OR_DIR (--model ID_OR_DIR [--adapter DIR]
-        [--quantization 4bit] | --baseline oracle|random) --out DIR [--limit N] ...
+        [--quantization 4bit] | --baseline oracle|random) --out DIR [--limit N] [--overwrite] ...
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
+import json
 import os
 import random
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,16 +37,35 @@ from .actions import (
     parse_completion,
     target_action,
 )
-from .data import Dataset, EvalRow, Sample, load_gui_r1, model_view, resolve_files, to_eval_rows, to_model_frame
+from .cli import writable_folder
+from .data import (
+    Dataset,
+    EvalRow,
+    Sample,
+    ValidationReport,
+    load_gui_r1,
+    model_view,
+    resolve_files,
+    to_eval_rows,
+    to_model_frame,
+)
+from .errors import RunFailed, UsageError, run_cli
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, NO_POINT, rescale_pixels
 from .metrics import summarize, to_markdown
 from .modeling import QUANTIZATIONS
-from .runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from .runio import append_jsonl, iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic, write_text_atomic
 
 DEFAULT_MAX_NEW_TOKENS = 256
 PREDICTIONS = "predictions.jsonl"
 METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
+#: What made a run folder's predictions (`open_run_folder`): resuming needs the same.
+RUN_FILE = "run.json"
+
+
+class RunFolderMismatch(UsageError):
+    """The output folder holds predictions made by another policy, data or settings; the message
+    says what differs, how to start fresh and how to resume."""
 
 
 # --- what produces completions ---------------------------------------------------------------------
@@ -73,6 +98,10 @@ class OracleBaseline:
             out.append(format_answer(action, thinking="oracle"))
         return out
 
+    def identity(self) -> dict:
+        """What makes its answers (compared when a run folder is resumed)."""
+        return {"baseline": "oracle"}
+
 
 class RandomBaseline:
     """A uniformly random point in the model frame and a random action of the row's action space;
@@ -83,6 +112,10 @@ class RandomBaseline:
 
     def __init__(self, seed: int = 0):
         self.seed = seed
+
+    def identity(self) -> dict:
+        """What makes its answers (compared when a run folder is resumed)."""
+        return {"baseline": "random", "seed": self.seed}
 
     def complete(self, rows, images, keys, max_new_tokens):
         out = []
@@ -189,6 +222,13 @@ class ModelCompleter:
         return self.generate([r.messages for r in rows], images, [r.model_size for r in rows],
                              [r.sample.id for r in rows], max_new_tokens)
 
+    def identity(self) -> dict:
+        """The model, adapter, quantisation and sampling settings (`model_identity`); not the name."""
+        p = self.policy
+        return model_identity(p.source, getattr(p, "adapter", None), getattr(p, "quantization", None),
+                              do_sample=self.do_sample, temperature=self.temperature, top_p=self.top_p,
+                              num_return_sequences=self.num_return_sequences)
+
 
 def as_completer(policy: Any, seed: int = 0) -> Completer:
     """A baseline name, a `Completer`, or a loaded policy -> something `predict` can call."""
@@ -200,6 +240,163 @@ def as_completer(policy: Any, seed: int = 0) -> Completer:
         return ModelCompleter(policy)
     raise TypeError(f"expected a baseline name {sorted(BASELINES)}, a Completer or a Policy, "
                     f"got {type(policy).__name__}")
+
+
+def completer_identity(completer: Completer) -> dict:
+    """What makes a completer's answers, as a run folder records it: its `identity()` when it has
+    one, else its class and name."""
+    identity = getattr(completer, "identity", None)
+    if callable(identity):
+        return identity()
+    return {"class": f"{type(completer).__module__}.{type(completer).__qualname__}", "name": completer.name}
+
+
+# --- what made a run folder -------------------------------------------------------------------------
+
+#: The files of a model or adapter folder that loading reads (run files beside them, such as
+#: logs, metrics or stage records, change without changing the model).
+MODEL_FILES = ("config.json", "generation_config.json", "adapter_config.json", "preprocessor_config.json",
+               "video_preprocessor_config.json", "processor_config.json", "tokenizer.json", "tokenizer_config.json",
+               "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.json",
+               "chat_template.jinja")
+WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin")
+_NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "scheduler.bin")
+#: Weight files above this size are hashed by size, first and last MiB: retraining changes them
+#: everywhere, and reading a 7 GB checkpoint to resume an evaluation would cost minutes.
+WHOLE_HASH_LIMIT = 64 * 2**20
+_CHUNK = 2**20
+
+
+def file_digest(path: str | os.PathLike, cheap: bool = False) -> str:
+    """SHA-256 of a file's content; with `cheap`, a file over `WHOLE_HASH_LIMIT` bytes is hashed by
+    its size, first and last MiB."""
+    p = Path(path)
+    size = p.stat().st_size
+    h = hashlib.sha256()
+    with p.open("rb") as fh:
+        if cheap and size > WHOLE_HASH_LIMIT:
+            h.update(f"{size}:".encode())
+            h.update(fh.read(_CHUNK))
+            fh.seek(size - _CHUNK)
+            h.update(fh.read(_CHUNK))
+        else:
+            for block in iter(lambda: fh.read(_CHUNK), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _is_model_file(name: str) -> bool:
+    return name in MODEL_FILES or (name.endswith(WEIGHT_SUFFIXES) and name not in _NOT_WEIGHTS)
+
+
+def source_identity(source: str | os.PathLike) -> dict:
+    """A model or adapter source as a run folder compares it: a local folder by a hash of its
+    weight and configuration files (`MODEL_FILES`, `WEIGHT_SUFFIXES`; not its path, so a moved
+    folder still resumes), anything else by its hub id."""
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        return {"hub_id": os.fspath(source)}
+    h = hashlib.sha256()
+    for f in sorted(p for p in path.iterdir() if p.is_file() and _is_model_file(p.name)):
+        h.update(f"{f.name}\0{file_digest(f, cheap=True)}\0".encode())
+    return {"folder_sha256": h.hexdigest()}
+
+
+def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None = None,
+                   quantization: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
+                   top_p: float = 1.0, num_return_sequences: int = 1) -> dict:
+    """What makes a model policy's answers: the model and adapter (`source_identity`), the
+    quantisation and `ModelCompleter`'s sampling settings (greedy by default)."""
+    generation: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_return_sequences}
+    if do_sample:
+        generation.update(temperature=temperature, top_p=top_p)
+    return {"model": source_identity(model), "adapter": None if adapter is None else source_identity(adapter),
+            "quantization": quantization, "generation": generation}
+
+
+@dataclass
+class Benchmark:
+    """Validated benchmark rows (`load_benchmark`): the samples, the validation report of the
+    files they came from, the benchmark's name and the files (none for samples given in memory)."""
+
+    samples: list[Sample]
+    report: ValidationReport
+    name: str
+    files: list[Path] = field(default_factory=list)
+
+    @cached_property
+    def digest(self) -> list[dict]:
+        """Each file's name and content hash (in-memory samples: their count and one hash)."""
+        if self.files:
+            return [{"file": f.name, "sha256": file_digest(f)} for f in self.files]
+        h = hashlib.sha256()
+        for s in self.samples:
+            h.update(json.dumps([s.id, s.instruction, s.history, s.gt_action, [float(v) for v in s.gt_bbox],
+                                 s.gt_input_text, list(s.image_size)]).encode())
+            h.update(hashlib.sha256(s.image_bytes or b"").digest())
+        return [{"samples": len(self.samples), "sha256": h.hexdigest()}]
+
+    def require_rows(self) -> None:
+        """Raise `RunFailed` with the validation summary when no row is usable."""
+        if not self.samples:
+            raise RunFailed(f"nothing to evaluate in {self.name}: no row passed validation\n{self.report.summary()}")
+
+
+def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max_pixels: int,
+               max_new_tokens: int | None, limit: int | None) -> dict:
+    """What a run folder's predictions depend on: the policy's identity (`completer_identity`),
+    how completions are read, the resize bounds, the longest answer, the data and the row limit."""
+    made_by = {"policy": policy, "compat": compat, "min_pixels": min_pixels, "max_pixels": max_pixels,
+               "max_new_tokens": max_new_tokens, "data": bench.digest, "limit": limit}
+    return json.loads(json.dumps(made_by))  # compared as stored
+
+
+def _read_run_file(path: Path) -> dict | None:
+    try:
+        value = read_json(path)
+    except (FileNotFoundError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _differences(old: dict, new: dict) -> str:
+    def show(v: Any) -> str:
+        text = json.dumps(v, ensure_ascii=False)
+        return text if len(text) <= 160 else text[:157] + "..."
+
+    keys = [k for k in new if old.get(k) != new[k]] + [k for k in old if k not in new]
+    return "; ".join(f"{k} was {show(old.get(k))}, now {show(new.get(k))}" for k in keys)
+
+
+def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, overwrite: bool = False,
+                    about: dict | None = None) -> Path:
+    """Make `out_dir` the folder of the run `made_by` describes (`run_record`), before anything is
+    predicted: a new or empty folder gets `run.json`; a folder whose `run.json` matches is resumed;
+    a folder of predictions made otherwise (or by nobody known) is refused with `RunFolderMismatch`,
+    or with `overwrite` its predictions and metrics are deleted and the run starts fresh. `about`
+    (paths, names) is stored beside `made_by` and not compared."""
+    out = writable_folder(out_dir, "--out")
+    path = out / RUN_FILE
+    old = _read_run_file(path)
+    has_predictions = any(True for _ in iter_jsonl(out / PREDICTIONS))
+    if old is not None and old.get("made_by") == made_by:
+        return out
+    if has_predictions and not overwrite:
+        raise RunFolderMismatch(_mismatch_message(out, old, made_by))
+    for name in (PREDICTIONS, METRICS_JSON, METRICS_MD):
+        (out / name).unlink(missing_ok=True)
+    write_json_atomic(path, {"made_by": made_by, **(about or {}),
+                             "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    return out
+
+
+def _mismatch_message(out: Path, old: dict | None, made_by: dict) -> str:
+    if old is None or "made_by" not in old:
+        what = f"{PREDICTIONS} but no readable {RUN_FILE} saying what made them"
+    else:
+        what = f"predictions made with other arguments ({_differences(old['made_by'], made_by)})"
+    return (f"{out} holds {what}. To start fresh, pass another --out, delete {out}, or pass --overwrite "
+            f"(overwrite=True); to resume that run, run again with the same arguments (see {out / RUN_FILE})")
 
 
 # --- records ---------------------------------------------------------------------------------------
@@ -273,7 +470,8 @@ def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, b
     """Predict every row and append one record per row to `out_path` (JSONL), flushed per batch.
 
     Rows whose id is already in the file are skipped (resume after a crash: nothing computed is
-    lost, and the finished file equals an uninterrupted run's).
+    lost, and the finished file equals an uninterrupted run's). Only the compat of those records is
+    checked here; `evaluate` checks that its folder was begun by the same policy, data and settings.
 
     Args:
         policy: what answers: a baseline name ("oracle", "random"), a `Completer`, or a loaded
@@ -358,41 +556,69 @@ def _pixels(completer, min_pixels, max_pixels) -> tuple[int, int]:
 # --- benchmarks -------------------------------------------------------------------------------------
 
 
-def load_samples(data: Any, limit: int | None = None) -> tuple[list[Sample], int, str]:
-    """(samples, rows skipped by validation, benchmark name) for a file, a folder (`limit` rows
-    per file), a `Dataset` or a list of samples."""
+def load_benchmark(data: Any, limit: int | None = None) -> Benchmark:
+    """The validated rows of a benchmark file, a folder of them (`limit` rows per file), a
+    `Dataset` or a list of samples (`limit` rows in all), with the validation report."""
+    if isinstance(data, Benchmark):
+        return data
     if isinstance(data, Dataset):
-        samples = list(data.samples)[:limit] if limit else list(data.samples)
-        return samples, data.report.rows_skipped, "samples"
+        return Benchmark(list(data.samples)[:limit], data.report, "samples")
     if isinstance(data, (list, tuple)):
-        return (list(data)[:limit] if limit else list(data)), 0, "samples"
+        n = len(data[:limit])
+        return Benchmark(list(data)[:limit], ValidationReport(rows_read=n, rows_kept=n), "samples")
     files = resolve_files(data)
     samples: list[Sample] = []
-    skipped = 0
+    reports = []
     for f in files:
         ds = load_gui_r1(f, limit=limit)
         samples += ds.samples
-        skipped += ds.report.rows_skipped
+        reports.append(ds.report)
     path = Path(data)
     name = path.stem if path.is_file() else (path.name or str(data))
-    return samples, skipped, name
+    return Benchmark(samples, ValidationReport.combine(reports), name, files)
 
 
 def samples_by_id(data: Any, limit: int | None = None) -> dict[str, Sample]:
     """Record id -> sample, as `evaluate` numbers them (for pictures of predictions)."""
-    samples, _, _ = load_samples(data, limit)
+    samples = load_benchmark(data, limit).samples
     return dict(zip(row_keys(samples), samples, strict=True))
 
 
+def check_settings(limit: int | None, min_pixels: int | None, max_pixels: int | None,
+                   flags: dict[str, str] | None = None) -> None:
+    """Refuse (`UsageError`) a row limit below 1 and pixel bounds that are not positive or not in
+    order; `flags` renames the arguments in the message (e.g. `{"limit": "--limit"}`)."""
+    name = {"limit": "limit", "min_pixels": "min_pixels", "max_pixels": "max_pixels", **(flags or {})}
+    if limit is not None and limit < 1:
+        raise UsageError(f"{name['limit']} must be at least 1 (rows per file; leave it out for all rows), got {limit}")
+    for key, value in (("min_pixels", min_pixels), ("max_pixels", max_pixels)):
+        if value is not None and value < 1:
+            raise UsageError(f"{name[key]} must be a positive number of pixels, got {value}")
+    if min_pixels is not None and max_pixels is not None and min_pixels > max_pixels:
+        raise UsageError(f"{name['min_pixels']} ({min_pixels}) is above {name['max_pixels']} ({max_pixels}); "
+                         "swap them or raise the upper bound")
+
+
+def _report_skipped(bench: Benchmark) -> dict:
+    """Print why rows were skipped (stderr) and return what metrics.json records of it."""
+    report = bench.report
+    if report.rows_skipped:
+        print(f"[evaluate] {report.rows_skipped} row(s) skipped by validation:\n{report.summary()}", file=sys.stderr)
+    return {"rows_read": report.rows_read, "rows_kept": report.rows_kept, "rows_skipped": report.rows_skipped,
+            "skipped_by_column": report.by_column(), "summary": report.summary()}
+
+
 def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
-             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official",
+             max_new_tokens: int | None = DEFAULT_MAX_NEW_TOKENS, compat: str = "official",
              min_pixels: int | None = None, max_pixels: int | None = None, limit: int | None = None,
-             seed: int = 0, progress: bool = True) -> dict:
+             seed: int = 0, progress: bool = True, overwrite: bool = False) -> dict:
     """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
-    `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` resumes.
+    `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` with the same arguments
+    resumes (`run.json` records what made the folder, see `open_run_folder`).
 
     Args:
-        data: a benchmark parquet file, a folder of them, a `data.Dataset` or a list of samples.
+        data: a benchmark parquet file, a folder of them, a `data.Dataset`, a list of samples or a
+            `Benchmark` (`load_benchmark`).
         policy: a loaded policy, a `Completer`, or "oracle"/"random" (see `as_completer`).
         out_dir: the output folder.
         benchmark: the name the metrics carry (default: the file's stem or the folder's name).
@@ -401,25 +627,35 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
         compat: how completions are read: "official" (the original's rules) or "strict".
         min_pixels: the lower resize bound (default: the processor's for a model, else GUI-R1's).
         max_pixels: the upper resize bound, likewise.
-        limit: at most this many rows per file (None: all).
+        limit: at most this many rows per file (None: all; below 1 is refused).
         seed: the random baseline's seed.
         progress: show a progress bar.
+        overwrite: when `out_dir` holds predictions made otherwise, delete them and start fresh
+            instead of refusing (`RunFolderMismatch`).
 
     Returns:
         The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows skipped by
-        validation and the pixel bounds; `per_file` is added when the rows come from several files.
+        validation (`skipped_rows`, and why: `validation`) and the pixel bounds; `per_file` is
+        added when the rows come from several files.
+
+    Raises:
+        RunFailed: no row of `data` passed validation (the message holds the summary).
     """
     completer = as_completer(policy, seed)
     lo, hi = _pixels(completer, min_pixels, max_pixels)
-    samples, skipped, name = load_samples(data, limit)
-    rows = to_eval_rows(samples, lo, hi)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_settings(limit, lo, hi)
+    bench = load_benchmark(data, limit)
+    bench.require_rows()
+    validation = _report_skipped(bench)
+    rows = to_eval_rows(bench.samples, lo, hi)
+    made_by = run_record(bench, completer_identity(completer), compat, lo, hi, max_new_tokens, limit)
+    out = open_run_folder(out_dir, made_by, overwrite=overwrite,
+                          about={"policy_name": completer.name, "data_files": [str(f) for f in bench.files]})
     records = predict(completer, rows, out / PREDICTIONS, batch_size, max_new_tokens, compat,
-                      min_pixels=lo, max_pixels=hi, keys=row_keys(samples), seed=seed, progress=progress)
-    summary = summarize(records, benchmark or name)
-    summary.update({"policy": completer.name, "compat": compat, "skipped_rows": skipped,
-                    "min_pixels": lo, "max_pixels": hi, "max_new_tokens": max_new_tokens})
+                      min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
+    summary = summarize(records, benchmark or bench.name)
+    summary.update({"policy": completer.name, "compat": compat, "skipped_rows": bench.report.rows_skipped,
+                    "validation": validation, "min_pixels": lo, "max_pixels": hi, "max_new_tokens": max_new_tokens})
     stems = sorted({r["benchmark"] for r in records})
     if len(stems) > 1:
         summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
@@ -431,8 +667,7 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
 # --- command line -----------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line: evaluate a model or a baseline on benchmark files and print the metrics."""
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="gui-r1-lite evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="benchmark parquet file or folder")
@@ -441,29 +676,52 @@ def main(argv: list[str] | None = None) -> int:
     who.add_argument("--baseline", choices=sorted(BASELINES))
     ap.add_argument("--adapter", default=None, help="saved LoRA adapter folder (with --model)")
     ap.add_argument("--quantization", choices=QUANTIZATIONS, default=None)
-    ap.add_argument("--out", required=True, help="output folder (resumes what is already there)")
+    ap.add_argument("--out", required=True, help="output folder (resumes a run there made with the same arguments)")
+    ap.add_argument("--overwrite", action="store_true",
+                    help="when --out holds predictions made otherwise, delete them and start fresh")
     ap.add_argument("--batch-size", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
     ap.add_argument("--min-pixels", type=int, default=None, help=f"default {GUI_R1_MIN_PIXELS}")
     ap.add_argument("--max-pixels", type=int, default=None, help=f"default {GUI_R1_MAX_PIXELS}")
-    ap.add_argument("--limit", type=int, default=None, help="rows per file")
+    ap.add_argument("--limit", type=int, default=None, help="rows per file (default: all)")
     ap.add_argument("--compat", choices=COMPATS, default="official")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
     args = ap.parse_args(argv)
     if args.model is None and (args.adapter or args.quantization):
         ap.error("--adapter and --quantization need --model")
-    lo = args.min_pixels if args.min_pixels is not None else GUI_R1_MIN_PIXELS
-    hi = args.max_pixels if args.max_pixels is not None else GUI_R1_MAX_PIXELS
-    if args.model is not None:
+    for flag, value in (("--batch-size", args.batch_size), ("--max-new-tokens", args.max_new_tokens)):
+        if value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    args.min_pixels = args.min_pixels if args.min_pixels is not None else GUI_R1_MIN_PIXELS
+    args.max_pixels = args.max_pixels if args.max_pixels is not None else GUI_R1_MAX_PIXELS
+    check_settings(args.limit, args.min_pixels, args.max_pixels,
+                   {"limit": "--limit", "min_pixels": "--min-pixels", "max_pixels": "--max-pixels"})
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: evaluate a model or a baseline on benchmark files and print the metrics.
+    Everything that can be checked without the model (flags, --out, the data, what the run folder
+    holds) is checked before the model loads."""
+    args = _parse_args(argv)
+    lo, hi = args.min_pixels, args.max_pixels
+    writable_folder(args.out, "--out")
+    bench = load_benchmark(args.data, args.limit)
+    bench.require_rows()
+    policy = make_baseline(args.baseline, args.seed) if args.model is None else None
+    identity = (completer_identity(policy) if policy is not None
+                else model_identity(args.model, args.adapter, args.quantization))
+    name = policy.name if policy is not None else "+".join(filter(None, (args.model, args.adapter)))
+    open_run_folder(args.out, run_record(bench, identity, args.compat, lo, hi, args.max_new_tokens, args.limit),
+                    overwrite=args.overwrite, about={"policy_name": name, "data_files": [str(f) for f in bench.files]})
+    if policy is None:
         from .modeling import load_policy
 
         policy = ModelCompleter(load_policy(args.model, quantization=args.quantization, lora=None,
                                             min_pixels=lo, max_pixels=hi, adapter=args.adapter, device=args.device),
-                                name=args.model if not args.adapter else f"{args.model}+{args.adapter}")
-    else:
-        policy = make_baseline(args.baseline, args.seed)
-    summary = evaluate(args.data, policy, args.out, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
+                                name=name)
+    summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                        compat=args.compat, min_pixels=lo, max_pixels=hi, limit=args.limit, seed=args.seed)
     print(to_markdown(summary))
     print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
@@ -471,4 +729,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, prog="gui-r1-lite evaluate"))

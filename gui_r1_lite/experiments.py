@@ -101,7 +101,9 @@ def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str,
 
     curated = pipeline.read_result(run_dir, "01")
     source = train_data or (curated or {}).get("curated") or prof.data_source("train", str(data_dir))
-    overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo")}
+    # resume: a re-run into the same folder (`--from 04`, a new Colab session) continues the run; a
+    # changed recipe is still refused by the run folder's fingerprint
+    overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo"), "resume": True}
     if max_steps:
         overrides["max_steps"] = int(max_steps)
     return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides)

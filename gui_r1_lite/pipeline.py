@@ -5,6 +5,8 @@
 
 Each notebook gets the parameters `profile`, `output_dir` (its own folder under `DIR/artifacts`),
 `data_dir` and `run_dir`; a notebook reports results by writing `output_dir/result.json`.
+`summary.json` is rewritten (atomically) after every notebook; when one fails it records which
+notebook and cell (`status`, `failed`), and `--from NN` resumes from there.
 """
 
 from __future__ import annotations
@@ -15,16 +17,24 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .cli import writable_folder
+from .errors import RunFailed, UsageError, run_cli
 from .notebook import versions
-from .profiles import get_profile
+from .profiles import PROFILES, get_profile
 from .runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 
 
-class NotebookFailed(RuntimeError):
-    """A notebook raised; the message names it and the failing cell."""
+class NotebookFailed(RunFailed):
+    """A notebook raised; the message names it and the failing cell (also kept as `notebook`,
+    `cell` (0-based index), `error` and `executed`, the executed notebook's path)."""
+
+    def __init__(self, message: str, notebook: str = "", cell: int | None = None, error: str = "",
+                 executed: str = ""):
+        super().__init__(message)
+        self.notebook, self.cell, self.error, self.executed = notebook, cell, error, executed
 
 
 def notebook_paths(notebooks_dir: Path = NOTEBOOKS) -> list[Path]:
@@ -50,7 +60,8 @@ def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3
                             cwd=str(src.parent), progress_bar=False, execution_timeout=timeout)
     except PapermillExecutionError as exc:
         raise NotebookFailed(f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
-                             f"{exc.ename}: {exc.evalue}; executed notebook kept at {dest}") from None
+                             f"{exc.ename}: {exc.evalue}; executed notebook kept at {dest}",
+                             src.stem, exc.cell_index, f"{exc.ename}: {exc.evalue}", str(dest)) from None
     return time.perf_counter() - t0
 
 
@@ -117,41 +128,94 @@ def top_level_summary(results: dict) -> dict:
     return out
 
 
+def check_start(start: int | None, notebooks_dir: Path = NOTEBOOKS, flag: str = "--from") -> None:
+    """Refuse (`UsageError`) a start that is not the number of a notebook in `notebooks_dir`."""
+    if start is None:
+        return
+    stems = [p.stem for p in notebook_paths(notebooks_dir)]
+    if not any(int(stem[:2]) == start for stem in stems):
+        raise UsageError(f"{flag} {start}: no notebook {start:02d}_*.ipynb in {notebooks_dir}; "
+                         f"notebooks: {', '.join(stems)}")
+
+
+def _previous_summary(path: Path) -> dict:
+    """The summary of an earlier run in the same folder; an unreadable one is set aside with a
+    warning (earlier notebooks' results are read again from their result.json)."""
+    if not path.exists():
+        return {}
+    try:
+        summary = read_json(path)
+    except ValueError as exc:
+        summary = None
+        print(f"[pipeline] {exc}; starting a new summary.json (earlier results come from artifacts/)",
+              file=sys.stderr)
+    return summary if isinstance(summary, dict) else {}
+
+
 def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start: int | None = None,
                  notebooks_dir: Path = NOTEBOOKS, data_dir: Path | None = None,
                  extra_parameters: dict | None = None) -> dict:
-    """Run the notebooks in order and write `summary.json` after each.
+    """Run the notebooks in order and write `summary.json` (atomically) after each.
 
     Args:
         profile: "cpu-mini" or "gpu-3b" (`profiles.PROFILES`), passed to every notebook.
         out: the run folder (default `runs/<timestamp>`).
-        start: restart at notebook number `start`, reusing what earlier notebooks wrote in `out`.
+        start: restart at notebook number `start`, reusing what earlier notebooks wrote in `out`
+            (their results are read from `artifacts/<notebook>/result.json`).
         notebooks_dir: the folder of `NN_*.ipynb` notebooks.
         data_dir: the sample data folder (default `data_samples/`).
         extra_parameters: more papermill parameters for every notebook.
 
     Returns:
-        The summary: profile, versions, seconds per notebook, each notebook's results and the
-        fields `top_level_summary` lifts from them.
+        The summary: profile, versions, `status` ("ok"), seconds per notebook, each notebook's
+        results and the fields `top_level_summary` lifts from them.
+
+    Raises:
+        NotebookFailed: a notebook raised; `summary.json` then has `status` "failed" and `failed`
+            (the notebook, the cell index, the error and the executed notebook's path).
     """
     prof = get_profile(profile)
+    check_start(start, notebooks_dir, "start")
     run_dir = Path(out) if out else REPO / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir.resolve()
     data_dir = (data_dir or REPO / "data_samples").resolve()
     summary_path = run_dir / "summary.json"
-    summary = read_json(summary_path) if summary_path.exists() else {}
-    summary.update({"profile": prof.to_dict(), "versions": versions(), "run_dir": str(run_dir)})
+    summary = _previous_summary(summary_path)
+    summary.update({"profile": prof.to_dict(), "versions": versions(), "run_dir": str(run_dir), "status": "running"})
+    summary.pop("failed", None)
     summary.setdefault("seconds", {})
     summary.setdefault("results", {})
     summary["started"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for src in notebook_paths(notebooks_dir):
         if start is not None and int(src.name[:2]) < start:
-            continue  # reuse what an earlier run wrote under run_dir
-        _run_one(src, run_dir, profile, data_dir, extra_parameters, summary)
+            _reuse(src, run_dir, summary)
+            continue
+        try:
+            _run_one(src, run_dir, profile, data_dir, extra_parameters, summary)
+        except Exception as exc:
+            summary.update(status="failed", failed=_failure(src, exc))
+            write_json_atomic(summary_path, summary)
+            raise
         write_json_atomic(summary_path, summary)  # after every notebook: a crash loses nothing
+    summary["status"] = "ok"
     summary["total_seconds"] = round(sum(summary["seconds"].values()), 1)
     write_json_atomic(summary_path, summary)
     return summary
+
+
+def _failure(src: Path, exc: BaseException) -> dict:
+    """What summary.json records of a notebook that failed (`cell`: None when no cell raised)."""
+    if isinstance(exc, NotebookFailed):
+        return {"notebook": src.stem, "cell": exc.cell, "error": exc.error, "executed_notebook": exc.executed}
+    return {"notebook": src.stem, "cell": None, "error": f"{type(exc).__name__}: {exc}", "executed_notebook": None}
+
+
+def _reuse(src: Path, run_dir: Path, summary: dict) -> None:
+    """Take the results of a notebook an earlier run wrote under `run_dir` (skipped with --from)."""
+    result = artifacts_dir(run_dir, src.stem, src.parent) / RESULT_FILE
+    if result.exists():
+        summary["results"][src.stem] = read_json(result)
+        summary.update(top_level_summary(summary["results"]))
 
 
 def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_parameters: dict | None,
@@ -171,10 +235,11 @@ def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_param
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: run the pipeline; 1 when a notebook fails."""
+    """The command line: run the pipeline. Bad flags raise `UsageError` (exit 2 through `run_cli`),
+    a failed notebook `NotebookFailed` (exit 1; summary.json says which notebook and cell)."""
     ap = argparse.ArgumentParser(prog="gui-r1-lite pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", default="cpu-mini", help="cpu-mini (default) or gpu-3b")
+    ap.add_argument("--profile", default="cpu-mini", choices=sorted(PROFILES), help="default cpu-mini")
     ap.add_argument("--out", default=None, help="run folder (default runs/<timestamp>)")
     ap.add_argument("--from", dest="start", type=int, default=None,
                     help="restart at notebook NN, reusing earlier outputs in --out")
@@ -182,15 +247,20 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.start is not None and args.out is None:
         ap.error("--from needs --out (the run folder whose earlier outputs are reused)")
-    try:
-        summary = run_pipeline(args.profile, args.out, args.start,
-                               data_dir=Path(args.data_dir) if args.data_dir else None)
-    except NotebookFailed as exc:
-        print(f"[pipeline] FAILED: {exc}", file=sys.stderr)
-        return 1
+    check_start(args.start, NOTEBOOKS)
+    first = int(notebook_paths(NOTEBOOKS)[0].name[:2])
+    if args.start is not None and args.start > first and not (Path(args.out) / "artifacts").is_dir():
+        raise UsageError(f"--from {args.start}: {args.out} holds no earlier run (no artifacts/ folder); "
+                         "pass the run folder of the run to resume, or leave out --from")
+    if args.out is not None:
+        writable_folder(args.out, "--out")
+    if args.data_dir is not None and not Path(args.data_dir).is_dir():
+        raise UsageError(f"--data-dir {args.data_dir}: no such folder")
+    summary = run_pipeline(args.profile, args.out, args.start,
+                           data_dir=Path(args.data_dir) if args.data_dir else None)
     print(f"[pipeline] summary: {Path(summary['run_dir']) / 'summary.json'} ({summary['total_seconds']} s)")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, prog="gui-r1-lite pipeline"))

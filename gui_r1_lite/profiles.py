@@ -25,7 +25,7 @@ class Profile:
     difficulty_band: tuple[float, float] = (0.1, 0.9)
     balance_per_group: int = 1000
     # training (notebook 04): the GRPO recipe, and what the notebook runs by default: "miniature"
-    # (SFT warm start, then GRPO against more SFT, over seeds; see miniature.py) or "recipe" (the
+    # (SFT warm start, then GRPO against more SFT, over seeds; see miniature/) or "recipe" (the
     # recipe's GRPO run on the training data)
     grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
     experiment: str = "recipe"

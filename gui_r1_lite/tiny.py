@@ -21,9 +21,10 @@ from .actions import (
     Action,
     format_answer,
 )
+from .errors import RunFailed
 from .geometry import NO_POINT
 from .prompts import NO_HISTORY, prompt_text
-from .runio import is_main_process, rank
+from .runio import is_main_process, rank, read_json, write_json_atomic
 
 # Special tokens in Qwen2.5-VL's order; they follow the BPE vocabulary as in the released
 # tokenizer. `special` says whether the released tokenizer marks them special (the two tool-call
@@ -329,29 +330,57 @@ def build_tiny_model(
     return out
 
 
+#: The file in a built tiny model's folder that records the arguments it was built with.
+BUILD_FILE = "tiny_build.json"
+
+
+def build_arguments(seed: int = 0, **build_kwargs) -> dict:
+    """Every argument of `build_tiny_model(folder, seed, **build_kwargs)`, defaults filled in: equal
+    for two calls that build the same model (`{}` and `{"hidden_size": 64}` alike)."""
+    import inspect
+
+    try:
+        bound = inspect.signature(build_tiny_model).bind("<folder>", seed, **build_kwargs)
+    except TypeError as exc:
+        raise ValueError(f"build_tiny_model: {exc}") from None
+    bound.apply_defaults()
+    return {k: v for k, v in bound.arguments.items() if k != "out_dir"}
+
+
+def built_with(folder: str | os.PathLike) -> dict | None:
+    """The build arguments recorded in a tiny model's folder; None when there are none (not
+    built by `ensure_tiny_model`, or cut short)."""
+    try:
+        return read_json(Path(folder) / BUILD_FILE)
+    except (OSError, ValueError):
+        return None
+
+
 def ensure_tiny_model(folder: str | os.PathLike, *, seed: int = 0, wait_seconds: float = 600.0,
                       **build_kwargs) -> str:
     """The tiny model in `folder`, built there (`build_tiny_model(folder, seed, **build_kwargs)`)
-    unless a complete one is already there; returns the folder as a string.
+    unless one built with the same arguments is already there; returns the folder as a string.
 
-    The main process builds into a temporary sibling and renames it into place, so `folder`
-    exists only complete (a build killed half-way leaves a `<name>.tmp-*` that the next build
-    replaces); the other processes of a multi-process run wait for it, at most `wait_seconds`.
-    An existing model is reused as it is: `seed` and `build_kwargs` matter only when building."""
+    A model built with other arguments (another seed, other sizes), or without a record of them,
+    is rebuilt: a cache must never stand in for a model it is not. The main process builds into a
+    temporary sibling and renames it into place, so `folder` exists only complete (a build killed
+    half-way leaves a `<name>.tmp-*` that the next build replaces); the other processes of a
+    multi-process run wait for the model of their arguments, at most `wait_seconds`."""
     out = Path(folder)
-    done = out / "config.json"
-    if is_main_process() and not done.exists():
+    wanted = build_arguments(seed, **build_kwargs)
+    if is_main_process() and built_with(out) != wanted:
         for stale in out.parent.glob(f"{out.name}.tmp-*"):
             shutil.rmtree(stale, ignore_errors=True)
         tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
         build_tiny_model(tmp, seed=seed, **build_kwargs)
-        if out.exists():  # an incomplete folder from an older build; never one with config.json
+        write_json_atomic(tmp / BUILD_FILE, wanted)
+        if out.exists():  # an incomplete folder, or a model of other arguments
             shutil.rmtree(out)
         os.replace(tmp, out)
     deadline = time.monotonic() + wait_seconds
-    while not done.exists():
+    while built_with(out) != wanted:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"rank {rank()}: {out} did not appear within {wait_seconds:.0f} s; "
-                               "did rank 0 fail while building the tiny model?")
+            raise RunFailed(f"rank {rank()}: the tiny model {out} (built with {wanted}) did not appear within "
+                            f"{wait_seconds:.0f} s; did rank 0 fail while building it?")
         time.sleep(0.2)
     return str(out)

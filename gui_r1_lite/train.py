@@ -4,28 +4,31 @@
     accelerate launch --config_file configs/accelerate/ddp.yaml -m gui_r1_lite.train --config ...
 
 Metrics of every logging step go to `<output_dir>/metrics.jsonl`; checkpoints hold the LoRA
-adapter and optimiser state, so `--resume` continues a run that was killed.
+adapter and optimiser state, so `--resume` continues a run that was killed. An error in the
+settings is one line on stderr and exit code 2; `--debug` adds the traceback.
 """
 
 from __future__ import annotations
 
 import sys
 
+from .errors import run_cli
 from .runio import is_main_process
-from .training import ConfigError, TrainConfig, train
+from .training import TrainConfig, train
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        cfg = TrainConfig.from_cli(argv)
-        result = train(cfg)
-    except ConfigError as exc:
-        print(f"[train] configuration error: {exc}", file=sys.stderr)
-        return 2
+def run(argv: list[str] | None = None) -> int:
+    """Parse the command line, train, and say where the results are."""
+    result = train(TrainConfig.from_cli(argv))
     if is_main_process():
         print(f"[train] done: {result.global_step} steps; adapter in {result.adapter_dir}; "
               f"metrics in {result.metrics_path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`run` with errors a person can act on as one line (exit 2: the settings, 1: a failed run)."""
+    return run_cli(run, argv, prog="train")
 
 
 if __name__ == "__main__":

@@ -425,6 +425,22 @@ def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_gr
     return fig
 
 
+def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:
+    """Save `fig` through a temporary file and a rename, so a reader (or a kill mid-write, as a
+    picture redrawn while training runs risks) never meets a half-written image."""
+    import os
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    try:
+        fig.savefig(tmp, dpi=dpi, format=p.suffix.lstrip(".") or "png")
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return p
+
+
 class LiveCurves:
     """Training curves redrawn while a run trains: pass `callback()` to `training.train(cfg,
     callbacks=[...])` (or anything that takes TrainerCallbacks). On each log, at most every
@@ -450,7 +466,7 @@ class LiveCurves:
         fig.suptitle(f"{Path(metrics_path).parent.name}: step {(read_log(metrics_path) or [{}])[-1].get('step', 0)}",
                      fontsize=9)
         if self.save_to:
-            fig.savefig(self.save_to, dpi=80)
+            save_figure_atomic(fig, self.save_to)
         try:
             from IPython import get_ipython
             from IPython.display import display

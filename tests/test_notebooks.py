@@ -84,6 +84,9 @@ def test_pipeline_names_the_failing_notebook_and_cell(tmp_path, capsys):
     assert (tmp_path / "run" / "notebooks" / "02_bad.ipynb").exists()
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert "01_ok" in summary["seconds"] and "02_bad" not in summary["seconds"]
+    failed = summary["failed"]
+    assert summary["status"] == "failed" and failed["notebook"] == "02_bad" and failed["error"] == "ValueError: boom"
+    assert isinstance(failed["cell"], int) and Path(failed["executed_notebook"]).exists()
 
 
 def test_01_data_curation(tmp_path):

@@ -1,5 +1,6 @@
 """`tiny.ensure_tiny_model`: the one place that finds or builds the tiny model in a folder; the
-main process builds it whole (temporary folder, then a rename), the other processes wait for it."""
+main process builds it whole (temporary folder, then a rename), the other processes wait for it;
+a model built with other arguments is rebuilt, never reused."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 
 import pytest
 
-from gui_r1_lite.tiny import ensure_tiny_model
+from gui_r1_lite.tiny import BUILD_FILE, build_arguments, ensure_tiny_model
 
 
 def test_builds_whole_once_then_reuses(tmp_path):
@@ -22,8 +23,11 @@ def test_builds_whole_once_then_reuses(tmp_path):
     assert (folder / "model.safetensors").stat().st_size > 100
     assert not list(tmp_path.glob("tiny.tmp-*"))
     stamp = (folder / "config.json").stat().st_mtime_ns
-    assert ensure_tiny_model(folder, seed=1) == str(folder)  # a complete model is reused as it is
+    assert ensure_tiny_model(folder, seed=0, vocab_size=512) == str(folder)  # the same arguments: reused
     assert (folder / "config.json").stat().st_mtime_ns == stamp
+    assert ensure_tiny_model(folder, seed=1, vocab_size=512) == str(folder)  # another seed: rebuilt
+    assert json.loads((folder / BUILD_FILE).read_text()) == build_arguments(1, vocab_size=512)
+    assert build_arguments(0) == build_arguments(0, hidden_size=64)  # defaults filled in
 
 
 def test_other_processes_wait_for_the_main_one(tmp_path, monkeypatch):
@@ -36,6 +40,7 @@ def test_other_processes_wait_for_the_main_one(tmp_path, monkeypatch):
     def main_process_finishes() -> None:
         folder.mkdir()
         (folder / "config.json").write_text("{}")
+        (folder / BUILD_FILE).write_text(json.dumps(build_arguments()))
 
     timer = threading.Timer(0.3, main_process_finishes)
     timer.start()

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 from .. import miniature
+from ..cli import writable_folder
+from ..errors import UsageError, run_cli
 from .report import miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
@@ -25,7 +27,10 @@ def parse_overrides(items: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         if not sep:
             raise ValueError(f"--set needs KEY=VALUE, got {item!r}")
-        value = yaml.safe_load(raw)
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--set {item}: the value is not YAML ({exc.problem or exc})") from None
         overrides[key] = tuple(value) if key in _TUPLES and isinstance(value, list) else value
     return overrides
 
@@ -48,7 +53,11 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_overrides(args.set)
     except ValueError as exc:
         ap.error(str(exc))
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"--seeds {args.seeds}: expected comma-separated integers such as 0,1,2") from None
+    writable_folder(args.out, "--out")
     t0 = time.perf_counter()
     result = run_miniature(args.out, seeds, train_data=args.train_data, heldout_data=args.heldout_data,
                            validate=args.validate, progress=args.progress, **overrides)
@@ -58,4 +67,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, prog="python -m gui_r1_lite.miniature"))

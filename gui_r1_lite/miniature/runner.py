@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..runio import read_json, write_json_atomic
 from .report import WARM, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
@@ -111,7 +112,7 @@ def _check_same_settings(out: Path, wanted: dict) -> None:
     if not path.exists():
         write_json_atomic(path, wanted)
     elif read_json(path) != wanted:
-        raise ValueError(f"{out} holds a run with other settings ({path}); use another out_dir or delete it")
+        raise UsageError(f"{out} holds a run with other settings ({path}); use another out_dir or delete it")
 
 
 def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), *,
@@ -142,7 +143,7 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
     seeds = [int(s) for s in seeds]
     if not seeds:
-        raise ValueError("seeds is empty")
+        raise UsageError("seeds is empty")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     _check_same_settings(out, json.loads(json.dumps({  # compared as stored

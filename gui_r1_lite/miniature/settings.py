@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from ..profiles import PROFILES
 
 _REPO = Path(__file__).resolve().parents[2]
@@ -39,6 +40,37 @@ LAYOUT_TASKS: tuple[str, ...] = ("login-user", "enter-text", "click-collapsible"
 #: The task mix trained and evaluated: the layout tasks, which a model this small learns in minutes
 #: (the README's miniature section); `tasks=None` trains and scores every task.
 DEFAULT_TASKS: tuple[str, ...] = LAYOUT_TASKS
+
+
+class SettingError(UsageError, TypeError):
+    """A miniature setting that is unknown, of the wrong type or out of range; the message names it."""
+
+
+_PLAIN = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict}
+
+
+def _checked(name: str, annotation: str, value: Any) -> Any:
+    """`value` as setting `name` (declared `annotation`) holds it (an int for a float, a list for a
+    tuple), or SettingError naming the setting and the type expected."""
+    base = annotation.removesuffix("| None").strip()
+    if value is None and base != annotation:
+        return None
+    kind, _, inner = base.partition("[")
+    if kind not in _PLAIN and kind != "tuple":
+        return value  # a type this check does not know: the run's own checks apply
+    if kind == "tuple":
+        item = int if inner.startswith("int") else str
+        ok = isinstance(value, (list, tuple)) and all(isinstance(v, item) and not isinstance(v, bool) for v in value)
+        ok = ok and (inner.endswith("...]") or len(value) == inner.count(",") + 1)
+        expected = f"a list of {item.__name__}s"
+    else:
+        ok = isinstance(value, _PLAIN[kind]) and (kind == "bool" or not isinstance(value, bool))
+        expected = {"int": "an int", "float": "a number", "str": "a string", "bool": "true or false",
+                    "dict": "a mapping"}[kind]
+    if not ok:
+        raise SettingError(f"miniature setting {name} must be {expected}"
+                           f"{' or null' if base != annotation else ''}, got {value!r} ({type(value).__name__})")
+    return tuple(value) if kind == "tuple" else float(value) if kind == "float" else value
 
 
 @dataclass
@@ -85,28 +117,28 @@ class MiniatureSettings:
     @classmethod
     def from_overrides(cls, base: MiniatureSettings | None = None, **overrides: Any) -> MiniatureSettings:
         """`base` (default: the defaults) with the fields named in `overrides` replaced; an unknown
-        name raises TypeError listing the valid ones."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(overrides) - known)
+        name, or a value of the wrong type, raises SettingError (a TypeError) naming it."""
+        types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - set(types))
         if unknown:
-            raise TypeError(f"unknown miniature setting(s) {unknown}; valid: {sorted(known)}")
-        return dataclasses.replace(base or cls(), **overrides)
+            raise SettingError(f"unknown miniature setting(s) {unknown}; valid: {sorted(types)}")
+        return dataclasses.replace(base or cls(), **{k: _checked(k, types[k], v) for k, v in overrides.items()})
 
     def validate(self) -> MiniatureSettings:
-        """Raise ValueError on a setting no run can use; returns self."""
+        """Raise SettingError (a ValueError) on a setting no run can use; returns self."""
         if self.fair not in FAIR_MODES:
-            raise ValueError(f"fair must be one of {FAIR_MODES}, got {self.fair!r}")
+            raise SettingError(f"fair must be one of {FAIR_MODES}, got {self.fair!r}")
         if self.warm_steps < 1:
-            raise ValueError("warm_steps must be at least 1 (a random model never answers in format), "
+            raise SettingError("warm_steps must be at least 1 (a random model never answers in format), "
                              f"got {self.warm_steps}")
         if self.extra_prompts < 1 or self.sft_batch < 1 or self.grpo_prompts_per_step < 1:
-            raise ValueError("extra_prompts, sft_batch and grpo_prompts_per_step must be at least 1")
+            raise SettingError("extra_prompts, sft_batch and grpo_prompts_per_step must be at least 1")
         if self.num_generations < 2:
-            raise ValueError("num_generations must be at least 2 (GRPO compares answers in a group), "
+            raise SettingError("num_generations must be at least 2 (GRPO compares answers in a group), "
                              f"got {self.num_generations}")
         unknown = sorted(set(self.tasks or ()) - set(ALL_TASKS))
         if unknown:
-            raise ValueError(f"unknown task(s) {unknown}; MiniWoB tasks here: {list(ALL_TASKS)}")
+            raise SettingError(f"unknown task(s) {unknown}; MiniWoB tasks here: {list(ALL_TASKS)}")
         return self
 
     @property

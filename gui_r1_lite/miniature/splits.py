@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import UsageError
 from .settings import MiniatureSettings
 
 _ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
@@ -18,7 +19,7 @@ _ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)"
 def _match(sample_id: str) -> re.Match:
     m = _ID.match(sample_id)
     if not m:
-        raise ValueError(f"row id {sample_id!r} is not of the form miniwob/<task>/seed<N>/step<k>")
+        raise UsageError(f"row id {sample_id!r} is not of the form miniwob/<task>/seed<N>/step<k>")
     return m
 
 
@@ -60,19 +61,19 @@ def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool
     if validate:
         lo, hi = settings.validation_seeds
         if not (hi < settings.train_seeds[0] or lo > settings.train_seeds[1]):
-            raise ValueError(f"validation seeds {settings.validation_seeds} overlap train seeds "
+            raise UsageError(f"validation seeds {settings.validation_seeds} overlap train seeds "
                              f"{settings.train_seeds}")
         heldout = select_rows(train_all, tasks, tuple(settings.validation_seeds))
     else:
         heldout = select_rows(load_gui_r1(heldout_data).samples, tasks)
     if not train:
-        raise ValueError(f"{train_data}: no rows of tasks {tasks} with seeds {settings.train_seeds}")
+        raise UsageError(f"{train_data}: no rows of tasks {tasks} with seeds {settings.train_seeds}")
     if not validate and len(heldout) < settings.min_heldout_rows:
-        raise ValueError(f"only {len(heldout)} evaluation rows for tasks {tasks} (at least "
+        raise UsageError(f"only {len(heldout)} evaluation rows for tasks {tasks} (at least "
                          f"{settings.min_heldout_rows} wanted); widen the task mix")
     overlap = {seed_of(s.id) for s in train} & {seed_of(s.id) for s in heldout}
     if overlap:
-        raise ValueError(f"evaluation rows share episode seeds {sorted(overlap)} with the training rows")
+        raise UsageError(f"evaluation rows share episode seeds {sorted(overlap)} with the training rows")
     return train, heldout
 
 

@@ -28,14 +28,24 @@ def _quiet(log: Path, progress: bool) -> Iterator[None]:
         yield
 
 
+def _read_stage(path: Path) -> dict | None:
+    """A finished stage's record; None when it is missing or unreadable (the stage runs again)."""
+    try:
+        value = read_json(path)
+    except (FileNotFoundError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False) -> dict:
     """Run `fn` once: its result (plus `seconds`) is stored in `folder/stage.json`, which later
     runs read instead of running it again (the returned dict says `skipped`). `fresh` clears an
     unfinished folder first (a training run cut short must start over); `progress` shows the
     stage's output instead of sending it to `folder/log.txt`."""
     done = folder / STAGE_FILE
-    if done.exists():
-        return {**read_json(done), "skipped": True}
+    finished = _read_stage(done)
+    if finished is not None:
+        return {**finished, "skipped": True}
     if fresh and folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -150,7 +160,8 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
                                                device="cpu"), name)
     summary = evaluate(heldout, completer, folder, batch_size=settings.eval_batch_size,
                        max_new_tokens=settings.max_new_tokens, min_pixels=settings.min_pixels,
-                       max_pixels=settings.max_pixels, limit=settings.eval_limit, progress=False)
+                       max_pixels=settings.max_pixels, limit=settings.eval_limit, progress=False,
+                       overwrite=True)  # the stage's own folder: a partial scoring of another model restarts
     records = read_records(folder / PREDICTIONS)
     return {"metrics": arm_metrics(summary, records), "n": len(records),
             "per_task_click_accuracy": per_task_click_accuracy(records)}

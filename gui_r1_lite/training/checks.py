@@ -5,6 +5,7 @@ any model loads, and each message says what to change."""
 from __future__ import annotations
 
 import importlib.util
+import math
 from pathlib import Path
 
 from ..actions import COMPATS
@@ -87,10 +88,31 @@ def check_grpo(cfg: TrainConfig) -> None:
         raise ConfigError(
             f"per_device_train_batch_size x gradient_accumulation_steps x processes = {batch} is not "
             f"divisible by num_generations = {generations}; e.g. set per_device_train_batch_size to {generations}")
-    if not cfg.rewards:
+    check_rewards(cfg.rewards)
+
+
+def check_rewards(rewards: object) -> None:
+    """A mapping of registered reward names to finite numbers (TRL's `reward_weights`)."""
+    if not isinstance(rewards, dict):
+        raise ConfigError(f"rewards must be a mapping of reward name to weight, e.g. {{gui_r1: 1.0}}, got {rewards!r}")
+    if not rewards:
         raise ConfigError("rewards is empty; e.g. rewards: {gui_r1: 1.0}")
     from ..rewards import REWARDS
 
-    unknown = sorted(set(cfg.rewards) - set(REWARDS))
+    unknown = sorted(set(rewards) - set(REWARDS))
     if unknown:
         raise ConfigError(f"unknown reward(s) {unknown}; registered: {sorted(REWARDS)}")
+    for name, weight in rewards.items():
+        if not _finite_number(weight):
+            raise ConfigError(f"rewards: the weight of {name!r} must be a number, got {weight!r}; "
+                              f"e.g. rewards: {{{name}: 1.0}}")
+
+
+def _finite_number(value: object) -> bool:
+    # YAML 1.1 reads 1e-1 (no dot) as text; a number written so is still a number
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return False
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 
 from ..actions import Compat
+from ..errors import UsageError
 from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from ..modeling import Quantization
 
@@ -45,8 +46,8 @@ DERIVED: dict[str, str] = {
 }
 
 
-class ConfigError(ValueError):
-    """A configuration that cannot run; the message says what to change."""
+class ConfigError(UsageError):
+    """A configuration that cannot run; the message says what to change (exit code 2)."""
 
 
 def trl_config_class(method: str) -> type:
@@ -197,13 +198,29 @@ class TrainConfig:
 def read_recipe(path: str | os.PathLike) -> dict[str, Any]:
     """The flat mapping of a YAML recipe."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{p}: is a folder, not a recipe file; pass a YAML file such as configs/grpo_tiny_cpu.yaml")
     try:
         values = yaml.safe_load(p.read_text()) or {}
     except FileNotFoundError:
         raise ConfigError(f"{p}: recipe not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{p}: not valid YAML{_where(exc)}") from None
     if not isinstance(values, dict):
         raise ConfigError(f"{p}: expected a mapping of settings, got {type(values).__name__}")
     return values
+
+
+def _where(exc: yaml.YAMLError) -> str:
+    """Where a YAML error is, from PyYAML's marks: "at line 3, column 10: expected ',' or ']', but
+    got ':' (while parsing a flow sequence begun at line 2)"."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    context, begun = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    text = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    text += f": {problem}" if problem else ""
+    if context and begun is not None and (mark is None or begun.line != mark.line):
+        text += f" ({context} begun at line {begun.line + 1})"
+    return text
 
 
 def _own_hints() -> dict[str, Any]:

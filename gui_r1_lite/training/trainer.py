@@ -13,6 +13,7 @@ from ..actions import format_answer, target_action
 from ..runio import is_main_process, write_json_atomic, write_text_atomic
 from .checkpoints import drop_incomplete_checkpoints, last_checkpoint
 from .config import ConfigError, TrainConfig, trl_defaults
+from .runfolder import prepare_run_folder, record_base_model
 
 
 @dataclass
@@ -124,13 +125,13 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    if is_main_process():
-        write_run_settings(cfg, out)
-    policy, source = load_model(cfg, args)
+    identity = prepare_run_folder(cfg, out)  # before the data and the model load
     dataset, report = build_datasets(cfg)
     if is_main_process():
+        write_run_settings(cfg, out)
         write_json_atomic(out / "data_report.json", report.to_dict())
+    policy, source = load_model(cfg, args)
+    record_base_model(cfg, out, identity)
     trainer = build_trainer(cfg, args, policy, dataset, list(callbacks or []))
     resume = checkpoint_to_resume(cfg, out)
     trainer.train(resume_from_checkpoint=resume)

@@ -1,0 +1,185 @@
+"""Training's run folder and command line under misuse: a folder holding another run is refused
+(or resumed only by the same run), bad inputs fail before any model loads, and every command-line
+error is one line with the exit code of its kind."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.training import ConfigError, TrainConfig, last_checkpoint, read_metrics, resolve_model, train
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = dict(min_pixels=3136, max_pixels=50176, device="cpu", logging_steps=1)
+GRPO = dict(method="grpo", num_generations=4, per_device_train_batch_size=4, max_completion_length=8,
+            learning_rate=1e-3, **SMALL)
+
+
+class ModelLoaded(AssertionError):
+    pass
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Loading (or building) a model fails the test: the checks must come first."""
+    from gui_r1_lite.training import trainer
+
+    def refuse(*_a, **_k):
+        raise ModelLoaded("a model was loaded before the bad input was found")
+    monkeypatch.setattr(trainer, "load_model", refuse)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- item 2: a folder that holds another run --------------------------------------------------------
+
+def test_a_folder_holding_another_run_is_refused_without_resume(toy_data, tmp_path, no_model):
+    out = tmp_path / "run"
+    out.mkdir()
+    old = '{"step": 1, "loss": 0.5}\n'
+    (out / "metrics.jsonl").write_text(old)  # another run's log
+    with pytest.raises(ConfigError, match=r"holds another run.*metrics\.jsonl.*another --output_dir.*--resume"):
+        train(TrainConfig.from_dict(dict(train_data=toy_data, output_dir=str(out), max_steps=1, **GRPO)))
+    assert (out / "metrics.jsonl").read_text() == old and not (out / "train_config.yaml").exists()
+
+
+def test_files_of_other_kinds_do_not_make_a_folder_a_run(toy_data, tmp_path, monkeypatch):
+    # the miniature writes its log.txt into a stage folder before training there; a built tiny
+    # model (resolve_model, before a run) is the run's own cache, checked by its build arguments
+    out = tmp_path / "stage"
+    out.mkdir()
+    (out / "log.txt").write_text("loading\n")
+    (out / "base_model").mkdir()
+    from gui_r1_lite.training import trainer
+
+    monkeypatch.setattr(trainer, "load_model", lambda *a, **k: (_ for _ in ()).throw(ModelLoaded("reached")))
+    with pytest.raises(ModelLoaded):
+        train(TrainConfig.from_dict(dict(train_data=toy_data, output_dir=str(out), max_steps=1, **GRPO)))
+    assert json.loads((out / "run.json").read_text())["settings"]["method"] == "grpo"
+
+
+def test_resume_continues_only_the_same_run(toy_data, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    base = dict(train_data=toy_data, output_dir=str(out), save_steps=1, **GRPO)
+    first = train(TrainConfig.from_dict(dict(base, max_steps=1)))
+    assert first.global_step == 1 and last_checkpoint(out)
+    record = json.loads((out / "run.json").read_text())
+    assert record["base_model"]["tiny"]["seed"] == 0 and record["data"][0]["sha256"] == _sha(Path(toy_data))
+    weights = _sha(out / "base_model" / "model.safetensors")
+
+    from gui_r1_lite.training import trainer
+
+    real_load = trainer.load_model
+    monkeypatch.setattr(trainer, "load_model", lambda *a, **k: (_ for _ in ()).throw(ModelLoaded("loaded")))
+    # the same settings without --resume would overwrite the run
+    with pytest.raises(ConfigError, match="holds another run"):
+        train(TrainConfig.from_dict(dict(base, max_steps=2)))
+    # SFT must not continue a GRPO checkpoint, nor a run at another learning rate or from another base
+    sft = {k: v for k, v in base.items() if k not in ("num_generations", "max_completion_length")}
+    with pytest.raises(ConfigError, match=r"method: 'grpo' there, 'sft' now.*learning_rate: 0\.001 there, 0\.01"):
+        train(TrainConfig.from_dict(dict(sft, method="sft", learning_rate=1e-2, max_steps=2, resume=True)))
+    with pytest.raises(ConfigError, match=r"base model: .*seed.*0.*there.*1.*now"):
+        train(TrainConfig.from_dict(dict(base, tiny_seed=1, max_steps=2, resume=True)))
+    assert _sha(out / "base_model" / "model.safetensors") == weights  # refused before the cache was touched
+
+    # what may change on resume: how long, how often it saves and logs
+    monkeypatch.setattr(trainer, "load_model", real_load)
+    again = train(TrainConfig.from_dict(dict(base, max_steps=2, save_steps=5, logging_steps=2, resume=True)))
+    assert again.global_step == 2
+    assert [r["step"] for r in read_metrics(out) if "loss" in r] == [1, 2]
+
+
+def test_a_cached_tiny_model_of_other_build_arguments_is_rebuilt(tmp_path):
+    out = str(tmp_path / "run")
+    folder = Path(resolve_model(TrainConfig.from_dict(dict(output_dir=out, tiny_seed=0))))
+    seed0 = _sha(folder / "model.safetensors")
+    assert Path(resolve_model(TrainConfig.from_dict(dict(output_dir=out, tiny_seed=0)))) == folder
+    assert _sha(folder / "model.safetensors") == seed0  # same arguments: reused
+    resolve_model(TrainConfig.from_dict(dict(output_dir=out, tiny_seed=1)))
+    assert _sha(folder / "model.safetensors") != seed0, "the seed-0 model was reused for tiny_seed 1"
+    resolve_model(TrainConfig.from_dict(dict(output_dir=out, tiny_seed=1, tiny={"hidden_size": 128})))
+    assert json.loads((folder / "config.json").read_text())["text_config"]["hidden_size"] == 128
+
+
+# --- item 6: bad inputs fail before any model loads -----------------------------------------------------
+
+def _file(tmp_path: Path) -> str:
+    (tmp_path / "a_file").write_text("not a folder")
+    return str(tmp_path / "a_file" / "out")
+
+
+@pytest.mark.parametrize("over, words", [
+    (lambda t, d: {"train_data": str(t / "empty")}, "no parquet files"),
+    (lambda t, d: {"train_data": "nobody-here/no-such-dataset"}, "no such file or folder.*hub dataset"),
+    (lambda t, d: {"rewards": {"gui_r1": "heavy"}}, "rewards: the weight of 'gui_r1' must be a number, got 'heavy'"),
+    (lambda t, d: {"rewards": ["gui_r1"]}, "rewards must be a mapping"),
+    (lambda t, d: {"output_dir": _file(t)}, "output_dir .* cannot be written"),
+], ids=["empty-folder", "unreachable-hub-id", "reward-weight-text", "rewards-list", "unwritable-output"])
+def test_bad_inputs_fail_before_any_model_loads(toy_data, tmp_path, no_model, monkeypatch, over, words):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub is unreachable: fail at once, not after retries
+    (tmp_path / "empty").mkdir()
+    values = dict(train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=1, **GRPO)
+    with pytest.raises(UsageError, match=words):
+        train(TrainConfig.from_dict({**values, **over(tmp_path, toy_data)}))
+
+
+# --- item 7: a torn last line of metrics.jsonl -------------------------------------------------------
+
+def test_metrics_with_a_torn_last_line_still_read(tmp_path):
+    from gui_r1_lite.training import start_and_end
+
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.0}\n{"step": 3, "lo')
+    assert [r["step"] for r in read_metrics(tmp_path)] == [1, 2]
+    assert start_and_end(tmp_path, window=1)["end"]["steps"] == [2, 2]
+
+
+# --- item 8: command-line errors are one line with an exit code ------------------------------------------
+
+def _run_main(argv: list[str], capsys) -> tuple[int, str]:
+    from gui_r1_lite.train import main
+
+    code = main(argv)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (lambda t: ["--config", str(t / "bad.yaml")], r"bad\.yaml: not valid YAML.* line 2"),
+    (lambda t: ["--config", str(t)], r"is a folder, not a recipe file"),
+    (lambda t: ["--config", str(ROOT / "configs" / "grpo_tiny_cpu.yaml"), "--per_device_train_batch_size", "four"],
+     r"--per_device_train_batch_size.*'four'"),
+    (lambda t: ["--config", str(t / "unknown.yaml")], r"unknown key\(s\) \['lr'\]"),
+    (lambda t: ["--method", "ppo"], "method must be one of"),
+    (lambda t: ["--config", str(t / "missing.yaml")], "recipe not found"),
+], ids=["yaml-syntax", "config-folder", "flag-value", "unknown-key", "unknown-method", "missing-recipe"])
+def test_command_line_errors_are_one_line_with_exit_code_2(tmp_path, capsys, argv, words):
+    (tmp_path / "bad.yaml").write_text("method: grpo\nlearning_rate: [1, 2\nmax_steps: 3\n")
+    (tmp_path / "unknown.yaml").write_text("lr: 1\n")
+    code, err = _run_main(argv(tmp_path), capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err, err
+    assert lines[0].startswith("[train] error: ") and len(lines) == 2 and "--debug" in lines[1], err
+    assert __import__("re").search(words, lines[0]), lines[0]
+    if "--per_device_train_batch_size" in words:
+        assert "grpo_tiny_cpu.yaml" not in lines[0]  # the flag was wrong, not the recipe
+
+
+def test_debug_shows_the_traceback(tmp_path, capsys):
+    (tmp_path / "bad.yaml").write_text("method: [grpo\n")
+    code, err = _run_main(["--config", str(tmp_path / "bad.yaml"), "--debug"], capsys)
+    assert code == 2 and "Traceback" in err and "[train] error:" in err
+
+
+def test_python_m_train_exits_2_without_a_traceback(tmp_path):
+    (tmp_path / "bad.yaml").write_text("method: grpo\nlearning_rate: [1, 2\n")
+    done = subprocess.run([sys.executable, "-m", "gui_r1_lite.train", "--config", str(tmp_path / "bad.yaml")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "bad.yaml: not valid YAML" in done.stderr
