@@ -1,14 +1,13 @@
 """`gui-r1-lite <command> ...`: one entry point for the package's jobs, each reporting errors one
-way (`errors.run_cli`), and the check every job makes of its output folder before it starts."""
+way (`errors.run_cli`)."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
-from pathlib import Path
 
-from .errors import DEBUG_ENV, UsageError, run_cli
+from .errors import DEBUG_ENV, run_cli
 
 COMMANDS = {
     "pipeline": "gui_r1_lite.pipeline",
@@ -17,21 +16,6 @@ COMMANDS = {
     "evaluate": "gui_r1_lite.evaluate",
     "miniature": "gui_r1_lite.miniature.__main__",
 }
-
-
-def writable_folder(folder: str | os.PathLike, flag: str = "--out") -> Path:
-    """`folder`, made if missing, once a file could be written in it; else `UsageError` naming
-    `flag` (checked before any model loads, so a bad path costs nothing)."""
-    path = Path(folder).expanduser()
-    probe = path / f".write-check-{os.getpid()}"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise UsageError(f"{flag} {folder}: cannot write there ({exc.strerror or exc}); "
-                         "pass a folder you can write to") from None
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,6 @@ from .actions import (
     parse_completion,
     target_action,
 )
-from .cli import writable_folder
 from .data import (
     Dataset,
     EvalRow,
@@ -53,19 +52,23 @@ from .errors import RunFailed, UsageError, run_cli
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, NO_POINT, rescale_pixels
 from .metrics import summarize, to_markdown
 from .modeling import QUANTIZATIONS
-from .runio import append_jsonl, iter_jsonl, read_json, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from .runfolder import (
+    RUN_FILE,
+    RunFolderMismatch,
+    as_stored,
+    differences,
+    digest,
+    fingerprint,
+    read_record,
+    refuse,
+    writable_folder,
+)
+from .runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 
 DEFAULT_MAX_NEW_TOKENS = 256
 PREDICTIONS = "predictions.jsonl"
 METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
-#: What made a run folder's predictions (`open_run_folder`): resuming needs the same.
-RUN_FILE = "run.json"
-
-
-class RunFolderMismatch(UsageError):
-    """The output folder holds predictions made by another policy, data or settings; the message
-    says what differs, how to start fresh and how to resume."""
 
 
 # --- what produces completions ---------------------------------------------------------------------
@@ -261,28 +264,6 @@ MODEL_FILES = ("config.json", "generation_config.json", "adapter_config.json", "
                "chat_template.jinja")
 WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin")
 _NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "scheduler.bin")
-#: Weight files above this size are hashed by size, first and last MiB: retraining changes them
-#: everywhere, and reading a 7 GB checkpoint to resume an evaluation would cost minutes.
-WHOLE_HASH_LIMIT = 64 * 2**20
-_CHUNK = 2**20
-
-
-def file_digest(path: str | os.PathLike, cheap: bool = False) -> str:
-    """SHA-256 of a file's content; with `cheap`, a file over `WHOLE_HASH_LIMIT` bytes is hashed by
-    its size, first and last MiB."""
-    p = Path(path)
-    size = p.stat().st_size
-    h = hashlib.sha256()
-    with p.open("rb") as fh:
-        if cheap and size > WHOLE_HASH_LIMIT:
-            h.update(f"{size}:".encode())
-            h.update(fh.read(_CHUNK))
-            fh.seek(size - _CHUNK)
-            h.update(fh.read(_CHUNK))
-        else:
-            for block in iter(lambda: fh.read(_CHUNK), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def _is_model_file(name: str) -> bool:
@@ -292,14 +273,12 @@ def _is_model_file(name: str) -> bool:
 def source_identity(source: str | os.PathLike) -> dict:
     """A model or adapter source as a run folder compares it: a local folder by a hash of its
     weight and configuration files (`MODEL_FILES`, `WEIGHT_SUFFIXES`; not its path, so a moved
-    folder still resumes), anything else by its hub id."""
+    folder still resumes; large weights hashed cheaply), anything else by its hub id."""
     path = Path(source).expanduser()
     if not path.is_dir():
         return {"hub_id": os.fspath(source)}
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.iterdir() if p.is_file() and _is_model_file(p.name)):
-        h.update(f"{f.name}\0{file_digest(f, cheap=True)}\0".encode())
-    return {"folder_sha256": h.hexdigest()}
+    files = sorted(p for p in path.iterdir() if p.is_file() and _is_model_file(p.name))
+    return {"folder_sha256": digest(files, cheap=True)}
 
 
 def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None = None,
@@ -328,7 +307,7 @@ class Benchmark:
     def digest(self) -> list[dict]:
         """Each file's name and content hash (in-memory samples: their count and one hash)."""
         if self.files:
-            return [{"file": f.name, "sha256": file_digest(f)} for f in self.files]
+            return [{"file": f.name, "sha256": digest(f)} for f in self.files]
         h = hashlib.sha256()
         for s in self.samples:
             h.update(json.dumps([s.id, s.instruction, s.history, s.gt_action, [float(v) for v in s.gt_bbox],
@@ -346,26 +325,8 @@ def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max
                max_new_tokens: int | None, limit: int | None) -> dict:
     """What a run folder's predictions depend on: the policy's identity (`completer_identity`),
     how completions are read, the resize bounds, the longest answer, the data and the row limit."""
-    made_by = {"policy": policy, "compat": compat, "min_pixels": min_pixels, "max_pixels": max_pixels,
-               "max_new_tokens": max_new_tokens, "data": bench.digest, "limit": limit}
-    return json.loads(json.dumps(made_by))  # compared as stored
-
-
-def _read_run_file(path: Path) -> dict | None:
-    try:
-        value = read_json(path)
-    except (FileNotFoundError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _differences(old: dict, new: dict) -> str:
-    def show(v: Any) -> str:
-        text = json.dumps(v, ensure_ascii=False)
-        return text if len(text) <= 160 else text[:157] + "..."
-
-    keys = [k for k in new if old.get(k) != new[k]] + [k for k in old if k not in new]
-    return "; ".join(f"{k} was {show(old.get(k))}, now {show(new.get(k))}" for k in keys)
+    return as_stored({"policy": policy, "compat": compat, "min_pixels": min_pixels, "max_pixels": max_pixels,
+                      "max_new_tokens": max_new_tokens, "data": bench.digest, "limit": limit})
 
 
 def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, overwrite: bool = False,
@@ -376,27 +337,20 @@ def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, overwrite: boo
     or with `overwrite` its predictions and metrics are deleted and the run starts fresh. `about`
     (paths, names) is stored beside `made_by` and not compared."""
     out = writable_folder(out_dir, "--out")
-    path = out / RUN_FILE
-    old = _read_run_file(path)
-    has_predictions = any(True for _ in iter_jsonl(out / PREDICTIONS))
+    old = read_record(out)
     if old is not None and old.get("made_by") == made_by:
         return out
-    if has_predictions and not overwrite:
-        raise RunFolderMismatch(_mismatch_message(out, old, made_by))
+    if not overwrite and any(True for _ in iter_jsonl(out / PREDICTIONS)):
+        diffs = differences(old["made_by"], made_by) if isinstance((old or {}).get("made_by"), dict) else None
+        refuse(out, f"predictions ({PREDICTIONS})", diffs,
+               fresh=f"To start fresh, pass another --out, delete {out}, or pass --overwrite (overwrite=True)",
+               resume=f"to resume that run, run again with the same arguments (see {out / RUN_FILE})",
+               error=RunFolderMismatch)
     for name in (PREDICTIONS, METRICS_JSON, METRICS_MD):
         (out / name).unlink(missing_ok=True)
-    write_json_atomic(path, {"made_by": made_by, **(about or {}),
-                             "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    write_json_atomic(out / RUN_FILE, {"made_by": made_by, "fingerprint": fingerprint(made_by), **(about or {}),
+                                       "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     return out
-
-
-def _mismatch_message(out: Path, old: dict | None, made_by: dict) -> str:
-    if old is None or "made_by" not in old:
-        what = f"{PREDICTIONS} but no readable {RUN_FILE} saying what made them"
-    else:
-        what = f"predictions made with other arguments ({_differences(old['made_by'], made_by)})"
-    return (f"{out} holds {what}. To start fresh, pass another --out, delete {out}, or pass --overwrite "
-            f"(overwrite=True); to resume that run, run again with the same arguments (see {out / RUN_FILE})")
 
 
 # --- records ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import yaml
 from . import pipeline
 from .miniature import MiniatureSettings, arm_results, run_miniature
 from .profiles import Profile, get_profile
+from .progress import report
 
 EXPERIMENTS = ("miniature", "recipe")
 #: What notebook 05 needs of the miniature besides its arms (`miniature_of`), kept in notebook 04's result.
@@ -141,11 +142,12 @@ def _run_first_seed(exp: Experiment, callbacks: Sequence) -> TrainingRun:
 
 def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: Path, limit: int) -> None:
     """Answer `limit` rows of each held-out file with `model` (+ `adapter`) into `folder`, then free it."""
-    from .evaluate import ModelCompleter, evaluate
+    from .evaluate import PREDICTIONS, ModelCompleter, evaluate
     from .modeling import free_memory, load_policy
 
+    report(f"scoring the {name} policy", "start", count_lines=str(folder / PREDICTIONS))
     policy = load_policy(model, quantization=exp.config.quantization, lora=None, adapter=adapter, **exp.pixels)
-    evaluate(exp.heldout, ModelCompleter(policy, name), folder, limit=limit, progress=False,
+    evaluate(exp.heldout, ModelCompleter(policy, name), folder, limit=limit, progress=False, overwrite=True,
              max_new_tokens=exp.config.get("max_completion_length"), **exp.pixels)
     del policy
     free_memory()
@@ -153,10 +155,11 @@ def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: 
 
 def _run_recipe(exp: Experiment, callbacks: Sequence, samples_shown: int) -> TrainingRun:
     from .training import resolve_model, train
+    from .training.callbacks import TrainingProgress
 
     before_dir, after_dir = exp.output_dir / "samples_start", exp.output_dir / "samples_end"
     _score(exp, resolve_model(exp.config), None, "start", before_dir, samples_shown)
-    res = train(exp.config, callbacks=list(callbacks))
+    res = train(exp.config, callbacks=[*callbacks, TrainingProgress("GRPO training")])
     from .modeling import free_memory
 
     free_memory()

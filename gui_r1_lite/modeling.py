@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import re
 import warnings
@@ -20,6 +21,39 @@ from typing import Any, Literal, get_args
 from .data import hub_offline, hub_reachable, is_hub_id
 from .errors import UsageError
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+
+logger = logging.getLogger(__name__)
+
+# peft imports bitsandbytes whenever it is installed, so every LoRA run imports it, quantised or not.
+# On an AVX512-BF16 CPU that import tries an optional hub kernel for the 4-bit CPU matmul and logs a
+# warning when it is absent; the generic path it falls back to is correct, and the kernel matters
+# only to a 4-bit model on the CPU. The filter holds back that one message (nothing else of that
+# logger) and `load_policy` repeats it when a 4-bit model is loaded on the CPU.
+_BNB_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
+_BNB_KERNEL_MESSAGE = "Failed to load CPU gemm_4bit_forward from kernels-community"
+
+
+class _HeldBnbKernelMessage(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[str] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(_BNB_KERNEL_MESSAGE):
+            self.held.append(record.getMessage())
+            return False
+        return True
+
+    def release(self) -> None:
+        """Log the held message (once) where it concerns the run: a 4-bit model on the CPU."""
+        while self.held:
+            logger.warning("bitsandbytes: %s", self.held.pop())
+
+
+# Installed before anything imports bitsandbytes: the package imports peft and trl only through
+# modules that import this one first. A logger made early is the one bitsandbytes gets later.
+_bnb_kernel_message = _HeldBnbKernelMessage()
+logging.getLogger(_BNB_CPU_LOGGER).addFilter(_bnb_kernel_message)
 
 #: bitsandbytes weight formats: "4bit" is QLoRA's NF4 with double quantisation, "8bit" LLM.int8.
 Quantization = Literal["4bit", "8bit"]
@@ -396,6 +430,7 @@ def load_policy(
     training = settings is not None or (adapter is not None and adapter_trainable)
     if quantization == "4bit" and dev.type == "cpu":
         _settle_bnb_cpu_kernels(model, training)
+        _bnb_kernel_message.release()
     model = _prepare_for_training(model, quantized=qconfig is not None, training=training,
                                   gradient_checkpointing=gradient_checkpointing)
     if settings is not None or adapter is not None:

@@ -17,10 +17,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .cli import writable_folder
 from .errors import RunFailed, UsageError, run_cli
 from .notebook import versions
 from .profiles import PROFILES, get_profile
+from .progress import watch
+from .runfolder import writable_folder
 from .runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,25 +46,58 @@ def notebook_paths(notebooks_dir: Path = NOTEBOOKS) -> list[Path]:
     return paths
 
 
+def declared_parameters(src: Path, parameters: dict) -> dict:
+    """The entries of `parameters` that `src`'s `parameters` cell declares (papermill warns of the
+    others, and a notebook that does not take a value has no use for it). A notebook that declares
+    none, or that cannot be read here, gets them all, as papermill gives them (and reports)."""
+    import papermill as pm
+
+    try:
+        declared = pm.inspect_notebook(str(src))
+    except Exception:  # papermill's own reading of the notebook then names what is wrong with it
+        return dict(parameters)
+    return {k: v for k, v in parameters.items() if k in declared} if declared else dict(parameters)
+
+
+def kernel_transport() -> dict:
+    """papermill arguments that encrypt the kernel's channels where jupyter_client can (8.10+ provisions
+    CurveZMQ keys to a kernel whose spec declares `supported_encryption`, as ipykernel 7.4's does);
+    without them ipykernel 7.4 warns on every start that it runs over TCP in plain text. Older
+    jupyter_client (Colab's 7.4) has no such setting and gets nothing."""
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    if "transport_encryption" not in KernelManager.class_trait_names():
+        return {}
+    return {"config": Config({"KernelManager": {"transport_encryption": "auto"}})}
+
+
 def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3",
-                 timeout: int | None = None) -> float:
-    """Execute `src` into `dest` with papermill, injecting `parameters`, on the Jupyter `kernel`,
-    each cell allowed `timeout` seconds (None: no limit); returns seconds. On failure the executed
-    notebook stays at `dest` and `NotebookFailed` names the notebook and the failing cell."""
+                 timeout: int | None = None, progress_every: float = 30.0) -> float:
+    """Execute `src` into `dest` with papermill, injecting those of `parameters` it declares, on the
+    Jupyter `kernel`, each cell allowed `timeout` seconds (None: no limit); returns seconds. While
+    it runs, a status line (cell, stage, step, time left: `progress.watch`) is printed at each stage
+    start and every `progress_every` seconds. On failure the executed notebook stays at `dest` and
+    `NotebookFailed` names the notebook and the failing cell."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     try:
-        pm.execute_notebook(str(src), str(dest), parameters=parameters, kernel_name=kernel,
-                            cwd=str(src.parent), progress_bar=False, execution_timeout=timeout)
+        with watch(dest.with_suffix(PROGRESS_SUFFIX), src.stem, dest, every=progress_every):
+            pm.execute_notebook(str(src), str(dest), parameters=declared_parameters(src, parameters),
+                                kernel_name=kernel, cwd=str(src.parent), progress_bar=False,
+                                execution_timeout=timeout, **kernel_transport())
     except PapermillExecutionError as exc:
         raise NotebookFailed(f"{src.name} failed in cell {exc.cell_index} (execution count {exc.exec_count}): "
                              f"{exc.ename}: {exc.evalue}; executed notebook kept at {dest}",
                              src.stem, exc.cell_index, f"{exc.ename}: {exc.evalue}", str(dest)) from None
     return time.perf_counter() - t0
 
+
+#: Beside each executed notebook, the progress records its run reported (`progress.report`).
+PROGRESS_SUFFIX = ".progress.jsonl"
 
 #: The file a notebook writes its results to, in its own folder under `run_dir/artifacts`.
 RESULT_FILE = "result.json"

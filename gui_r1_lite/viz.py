@@ -1,5 +1,6 @@
-"""Pictures: a screenshot with its ground-truth box and a predicted click (hit green, miss red),
-grids of them, and reward maps. Everything renders headless (Agg) so papermill runs can save it.
+"""Pictures: a screenshot with its ground-truth box and a predicted click (hit: filled circle,
+miss: a cross, in colours told apart by colour-blind readers too), grids of them, curves, reward
+maps. Text is sized for the width a notebook shows a figure at; everything renders headless (Agg).
 """
 
 from __future__ import annotations
@@ -13,80 +14,151 @@ import matplotlib
 if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_inline", "inline"):
     matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
 from PIL import Image, ImageDraw  # noqa: E402
 
 from .geometry import NO_POINT, has_target  # noqa: E402
 from .runio import read_jsonl  # noqa: E402
 
-GT_COLOR = (30, 110, 255)
-HIT_COLOR = (20, 170, 60)
-MISS_COLOR = (220, 30, 30)
+# Okabe & Ito's palette (blue, bluish green, vermillion, orange) stays distinct under the common
+# colour-vision deficiencies; hit and miss also differ in shape, so neither depends on colour alone.
+GT_COLOR = (0, 114, 178)
+HIT_COLOR = (0, 158, 115)
+MISS_COLOR = (213, 94, 0)
+UNKNOWN_COLOR = (230, 159, 0)
+#: matplotlib marker of a predicted click that hit / missed (a filled circle, a filled X).
+HIT_MARKER, MISS_MARKER = "o", "X"
+
+#: A notebook column shows a figure at most this many pixels wide (wider ones are shrunk to fit).
+NOTEBOOK_WIDTH_PX = 900
+#: Inline figures render at this many dots per inch.
+SCREEN_DPI = 100
+#: The smallest text height (pixels, one em) any figure here shows in a notebook.
+MIN_TEXT_PX = 12
+
+
+def readable_points(fig_width_in: float) -> float:
+    """The font size (points) that is `MIN_TEXT_PX` tall when a figure `fig_width_in` inches wide
+    is shown in a notebook: at `SCREEN_DPI`, shrunk to `NOTEBOOK_WIDTH_PX` when wider than that."""
+    shrink = min(1.0, NOTEBOOK_WIDTH_PX / (fig_width_in * SCREEN_DPI))
+    return MIN_TEXT_PX * 72 / (SCREEN_DPI * shrink)
+
+
+def _readable(width_in: float):
+    """rc settings under which a figure `width_in` inches wide is made: every default text readable."""
+    size = readable_points(width_in)
+    return plt.rc_context({"font.size": size, "axes.titlesize": size, "axes.labelsize": size,
+                           "xtick.labelsize": size, "ytick.labelsize": size, "legend.fontsize": size,
+                           "legend.title_fontsize": size, "figure.titlesize": size})
+
+
+def _rgb(color: tuple[int, int, int]) -> tuple[float, float, float]:
+    return tuple(c / 255 for c in color)
+
+
+def _wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
+    """`text` wrapped at `width` characters line by line (its own line breaks kept), at most `max_lines`."""
+    lines = [w for part in text.split("\n") for w in (textwrap.wrap(part, width) or [""])]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(1, width - 1)] + "…"
+    return lines
+
+
+def _chars_per_line(panel_width_in: float, font_pt: float) -> int:
+    """About how many characters of a `font_pt` font fit across a panel (DejaVu Sans: ~0.6 em each)."""
+    return max(12, int(panel_width_in * 72 * 0.92 / (0.6 * font_pt)))
 
 
 def draw_step(image: Image.Image, gt_bbox: Sequence[float] | None = None, point: Sequence[float] | None = None,
               hit: bool | None = None, label: str | None = None) -> Image.Image:
     """A copy of `image` with the ground-truth box (blue; a 2-value target as a ring) and the
-    predicted point (green when `hit`, red when not, yellow when unknown), all in `image`'s pixels."""
+    predicted point: a filled circle when `hit`, a cross when not, a crosshair when unknown; all in
+    `image`'s pixels. For figures, `prediction_card` draws the same marks at a size fixed on screen."""
     out = image.convert("RGB").copy()
     d = ImageDraw.Draw(out)
-    scale = max(1, round(max(out.size) / 400))
+    scale = max(1, round(max(out.size) / 300))
     if gt_bbox is not None and len(gt_bbox) == 4:
         d.rectangle([float(v) for v in gt_bbox], outline=GT_COLOR, width=2 * scale)
     elif gt_bbox is not None and len(gt_bbox) == 2 and has_target(gt_bbox):
         x, y = map(float, gt_bbox)
-        r = 6 * scale
+        r = 7 * scale
         d.ellipse([x - r, y - r, x + r, y + r], outline=GT_COLOR, width=2 * scale)
     if point is not None and tuple(point) != NO_POINT:
-        color = (230, 200, 0) if hit is None else (HIT_COLOR if hit else MISS_COLOR)
-        x, y = map(float, point)
-        r = 5 * scale
-        d.line([x - 2 * r, y, x + 2 * r, y], fill=color, width=2 * scale)
-        d.line([x, y - 2 * r, x, y + 2 * r], fill=color, width=2 * scale)
-        d.ellipse([x - r, y - r, x + r, y + r], outline=color, width=2 * scale)
+        _draw_point(d, tuple(map(float, point)), hit, scale)
     if label:
         d.rectangle([0, 0, out.width, 14 * scale], fill=(0, 0, 0))
         d.text((3, 1), label[: 8 * out.width // (6 * scale)], fill=(255, 255, 255))
     return out
 
 
+def _draw_point(d: ImageDraw.ImageDraw, point: tuple[float, float], hit: bool | None, scale: int) -> None:
+    x, y = point
+    r = 6 * scale
+    if hit:
+        d.ellipse([x - r - scale, y - r - scale, x + r + scale, y + r + scale], fill=(255, 255, 255))
+        d.ellipse([x - r, y - r, x + r, y + r], fill=HIT_COLOR)
+    elif hit is False:
+        for width, color in ((5 * scale, (255, 255, 255)), (3 * scale, MISS_COLOR)):  # a white rim, then the X
+            d.line([x - r, y - r, x + r, y + r], fill=color, width=width)
+            d.line([x - r, y + r, x + r, y - r], fill=color, width=width)
+    else:
+        d.line([x - 2 * r, y, x + 2 * r, y], fill=UNKNOWN_COLOR, width=2 * scale)
+        d.line([x, y - 2 * r, x, y + 2 * r], fill=UNKNOWN_COLOR, width=2 * scale)
+
+
 def grid(images: Sequence[Image.Image], titles: Sequence[str] | None = None, cols: int = 4,
          width: float = 4.0) -> plt.Figure:
-    """A matplotlib figure of images with wrapped titles."""
+    """A matplotlib figure of images, each under its title (line breaks kept, wrapped, at most four
+    lines), the text readable at the width a notebook shows the figure."""
     n = max(1, len(images))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, width * rows * 0.9), squeeze=False)
-    for ax in axes.flat:
-        ax.axis("off")
-    for i, im in enumerate(images):
-        ax = axes.flat[i]
-        ax.imshow(im)
-        if titles:
-            ax.set_title("\n".join(textwrap.wrap(titles[i], 40)[:3]), fontsize=8)
-    fig.tight_layout()
+    size = readable_points(width * cols)
+    chars = _chars_per_line(width, size)
+    wrapped = [_wrap_lines(t, chars, 4) for t in titles] if titles else []
+    title_in = max((len(w) for w in wrapped), default=0) * size * 1.3 / 72
+    aspect = max((im.height / im.width for im in images), default=1.0)
+    with _readable(width * cols):
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, (width * min(aspect, 2.2) + title_in + 0.2) * rows),
+                                 squeeze=False, layout="constrained")
+        for ax in axes.flat:
+            ax.axis("off")
+        for i, im in enumerate(images):
+            axes.flat[i].imshow(im)
+            if wrapped:
+                axes.flat[i].set_title("\n".join(wrapped[i]), fontsize=size)
     return fig
 
 
 def reward_map(score: Callable[[float, float], float | None], size: tuple[int, int], step: int = 4,
-               gt_bbox: Sequence[float] | None = None, ax=None, title: str = ""):
-    """Heat map of `score(x, y)` over an image of `size` (pixels), the box drawn on top."""
+               gt_bbox: Sequence[float] | None = None, ax=None, title: str = "", frame: str = "model-frame"):
+    """Heat map of `score(x, y)` over an image of `size` (pixels of `frame`, the image the model
+    sees, as rewards are computed), sampled at the centre of each `step`-pixel cell, the box on top."""
     import numpy as np
 
     w, h = size
-    xs, ys = np.arange(0, w, step), np.arange(0, h, step)
+    xs, ys = np.arange(step / 2, w, step), np.arange(step / 2, h, step)
     z = np.array([[score(float(x), float(y)) or 0.0 for x in xs] for y in ys])
     if ax is None:
-        _, ax = plt.subplots(figsize=(5, 5 * h / w))
-    im = ax.imshow(z, extent=(0, w, h, 0), vmin=0, vmax=1, cmap="viridis")
+        with _readable(5.5):
+            _, ax = plt.subplots(figsize=(5.5, 4.5 * h / w + 0.8), layout="constrained")
+    size_pt = readable_points(ax.figure.get_figwidth())
+    im = ax.imshow(z, extent=(0, len(xs) * step, len(ys) * step, 0), vmin=0, vmax=1, cmap="viridis")
     if gt_bbox is not None and len(gt_bbox) == 4:
         x1, y1, x2, y2 = gt_bbox
-        ax.add_patch(plt.Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec="white", lw=1.5))
-    ax.set_title(title, fontsize=9)
-    plt.colorbar(im, ax=ax, fraction=0.046)
+        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec="white", lw=1.5, ls="--"))
+    ax.set_title(title, fontsize=size_pt)
+    ax.set_xlabel(f"x ({frame} px)", fontsize=size_pt)
+    ax.set_ylabel(f"y ({frame} px)", fontsize=size_pt)
+    ax.tick_params(labelsize=size_pt)
+    bar = plt.colorbar(im, ax=ax, fraction=0.046)
+    bar.set_label("reward (dashed: target box)", fontsize=size_pt)
+    bar.ax.tick_params(labelsize=size_pt)
     return ax
 
 
-# --- predictions ---------------------------------------------------------------------------------
 # Records are what `evaluate.predict` writes (one dict per step, points in stored-image pixels).
 # `images` is anything that gives a record's screenshot: a callable `record -> PIL image`, or a
 # mapping record id -> PIL image or `data.Sample` (e.g. `evaluate.samples_by_id(data)`).
@@ -134,54 +206,132 @@ def describe(record: dict) -> list[str]:
 
 
 def prediction_image(record: dict, image: Image.Image) -> Image.Image:
-    """The screenshot with the ground-truth box and the predicted click (green hit, red miss)."""
+    """The screenshot with the ground-truth box and the predicted click (circle hit, cross miss)."""
+    return draw_step(image, record.get("gt_bbox"), _shown_point(record), hit=bool(_outcome(record)["hit"]))
+
+
+def _shown_point(record: dict):
+    """The predicted point, where one counts: the original's reading gives (0, 0) to an answer
+    without a point, which is no click anyone made."""
     from .actions import POINT_ACTIONS
 
-    # The original's reading gives (0, 0) when an answer has no point; draw it only where a point counts.
     box = record.get("gt_bbox")
     counts = record.get("pred_action") in POINT_ACTIONS or (box is not None and has_target(box))
     point = record.get("pred_coord") if counts else None
-    return draw_step(image, box, point, hit=bool(_outcome(record)["hit"]))
+    return None if point is None or tuple(point) == NO_POINT else point
 
 
-def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int = 48, prefix: str = ""):
-    """One prediction: screenshot, ground-truth box, predicted click and, as the title, the
-    instruction, ground truth and parsed answer (after `prefix`). Returns the figure."""
-    if ax is None:
+def card_title(record: dict, prefix: str = "") -> list[str]:
+    """A card's short caption: outcome and instruction, the wanted action where the picture cannot
+    show it, and the parsed answer (point in original screenshot pixels). The rest is in `describe`."""
+    from .actions import POINT_ACTIONS
+
+    hit = bool(_outcome(record)["hit"])
+    lines = [f"{prefix}{'✓ HIT' if hit else '✗ MISS'} · {record.get('instruction', '')}"]
+    text = record.get("gt_input_text")
+    if record.get("gt_action") not in POINT_ACTIONS or text not in (None, "no input text"):
+        lines.append(f"want: {record.get('gt_action')}" + (f" {text!r}" if text not in (None, "no input text") else ""))
+    if record.get("pred_action") is None:
+        lines.append("answer: nothing read" + (f" ({record['parse_error']})" if record.get("parse_error") else ""))
+    else:
+        answer = f"answer: {record['pred_action']}"
+        if _shown_point(record) is not None:
+            answer += f" at {_fmt_point(record.get('pred_coord'))}"
+        if record.get("pred_input_text") not in (None, "no input text"):
+            answer += f" {record['pred_input_text']!r}"
+        lines.append(answer)
+    return lines
+
+
+def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int | None = None, prefix: str = ""):
+    """One prediction: the screenshot, the ground-truth box, the predicted click (filled circle:
+    hit, cross: miss) and a short caption (`card_title`, after `prefix`), wrapped at `wrap`
+    characters (None: what fits). Alone (no `ax`), it has a legend. Returns the figure."""
+    alone = ax is None
+    if alone:
         w, h = image.size
-        _, ax = plt.subplots(figsize=(4.5, min(9.0, 4.5 * h / w + 1.2)))
-    ax.imshow(prediction_image(record, image))
-    ax.axis("off")
-    lines = []
-    for line in describe(record):
-        line = prefix + line if not lines else line
-        lines += textwrap.wrap(line, wrap)[:2]
-    hit = _outcome(record)["hit"]
-    ax.set_title("\n".join(lines), fontsize=7, loc="left",
-                 color=tuple(c / 255 for c in (HIT_COLOR if hit else MISS_COLOR)))
+        with _readable(4.5):
+            fig, ax = plt.subplots(figsize=(4.5, min(9.0, 4.5 * h / w) + 1.6), layout="constrained")
+    size = readable_points(ax.figure.get_figwidth())
+    ax.imshow(image)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    _mark(ax, record)
+    panel_in = ax.figure.get_figwidth() * ax.get_position().width
+    lines = [x for line in card_title(record, prefix) for x in _wrap_lines(line, wrap or _chars_per_line(panel_in, size), 2)]
+    ax.set_title("\n".join(lines[:5]), fontsize=size, loc="left")
+    if alone:
+        add_legend(ax.figure)
     return ax.figure
 
 
+def _mark(ax, record: dict) -> None:
+    """The box (or ring) and the predicted click, at sizes fixed on screen whatever the image's."""
+    box = record.get("gt_bbox")
+    if box is not None and len(box) == 4:
+        x1, y1, x2, y2 = map(float, box)
+        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec=_rgb(GT_COLOR), lw=2))
+    elif box is not None and len(box) == 2 and has_target(box):
+        ax.plot(*map(float, box), marker="o", ms=16, mfc="none", mec=_rgb(GT_COLOR), mew=2)
+    point = _shown_point(record)
+    if point is not None:
+        hit = bool(_outcome(record)["hit"])
+        w, h = ax.images[0].get_size()[::-1] if ax.images else (None, None)
+        x, y = float(point[0]), float(point[1])
+        ax.plot(x, y, **_point_style(hit), clip_on=False)
+        if w is not None and not (0 <= x <= w and 0 <= y <= h):
+            ax.set_xlim(min(-0.5, x - 10), max(w - 0.5, x + 10))  # a click off the screenshot stays in view
+            ax.set_ylim(max(h - 0.5, y + 10), min(-0.5, y - 10))
+
+
+def _point_style(hit: bool) -> dict:
+    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 12, "mfc": _rgb(HIT_COLOR if hit else MISS_COLOR),
+            "mec": "white", "mew": 1.5, "ls": "none"}
+
+
+def legend_handles() -> list:
+    """Legend entries for the marks of `prediction_card` / `draw_step`."""
+    return [Patch(fill=False, ec=_rgb(GT_COLOR), lw=2, label="target box (ground truth)"),
+            Line2D([], [], **_point_style(True), label="predicted click: hit"),
+            Line2D([], [], **_point_style(False), label="predicted click: miss")]
+
+
+def add_legend(fig: plt.Figure) -> None:
+    """One legend above the panels: what the box and the two markers mean, and in which frame."""
+    with _readable(fig.get_figwidth()):
+        fig.legend(handles=legend_handles(), loc="outside upper center", ncols=3, frameon=False,
+                   title="positions in original screenshot pixels", columnspacing=1.2, handletextpad=0.4)
+
+
 def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, width: float = 3.6):
-    """A grid of prediction cards (the first `limit` records)."""
+    """A grid of prediction cards (the first `limit` records) under one legend."""
     records = list(records)[:limit]
     pictures = [_image_for(images, r) for r in records]
     n = max(1, len(records))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width) * rows), squeeze=False)
+    with _readable(width * cols):
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width, width * cols) * rows
+                                                      + _legend_height(width * cols)),
+                                 squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
     for ax, rec, im in zip(axes.flat, records, pictures, strict=False):
-        prediction_card(rec, im, ax=ax, wrap=int(12 * width))
-    fig.tight_layout()
+        ax.axis("on")
+        prediction_card(rec, im, ax=ax, wrap=_chars_per_line(width, readable_points(width * cols)))
+    if records:
+        add_legend(fig)
     return fig
 
 
-def _cell_height(pictures: Sequence[Image.Image], width: float) -> float:
-    """Figure inches per card: the tallest picture at `width` inches wide, plus room for the title."""
+def _cell_height(pictures: Sequence[Image.Image], width: float, fig_width: float) -> float:
+    """Figure inches per card: the tallest picture at `width` inches wide, plus its caption's lines."""
     aspect = max((im.height / im.width for im in pictures), default=1.0)
-    return width * min(aspect, 2.2) + 0.9
+    return width * min(aspect, 2.2) + 5 * readable_points(fig_width) * 1.3 / 72 + 0.15
+
+
+def _legend_height(fig_width: float) -> float:
+    return 3.2 * readable_points(fig_width) * 1.3 / 72
 
 
 def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
@@ -198,13 +348,18 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
     pairs = sorted(pairs, key=order)[:limit]
     pictures = [_image_for(images, ra) for _, ra in pairs]
     n = max(1, len(pairs))
-    fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width) * n), squeeze=False)
+    with _readable(width * 2):
+        fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width, width * 2) * n
+                                                + _legend_height(width * 2)), squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
     for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
         for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
-            prediction_card(rec, image, ax=axes[i, j], wrap=int(12 * width), prefix=f"[{label}] ")
-    fig.tight_layout()
+            axes[i, j].axis("on")
+            prediction_card(rec, image, ax=axes[i, j], prefix=f"[{label}] ",
+                            wrap=_chars_per_line(width, readable_points(width * 2)))
+    if pairs:
+        add_legend(fig)
     return fig
 
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gui_r1_lite import miniature
+from gui_r1_lite import miniature, progress
 from gui_r1_lite.data import load_gui_r1
 from gui_r1_lite.miniature.__main__ import parse_overrides
+from gui_r1_lite.miniature.runner import STAGES_PER_SEED
 from gui_r1_lite.miniature.stages import run_stage
+from gui_r1_lite.runio import read_jsonl
 
 TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
                    max_completion_length=8, max_new_tokens=8, eval_limit=6, eval_batch_size=6,
@@ -136,7 +138,23 @@ def test_aggregate_uses_the_sample_standard_deviation():
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("mini") / "mini"
-    return out, miniature.run_miniature(out, seeds=SEEDS, **TINY_BUDGET)
+    with pytest.MonkeyPatch.context() as mp:  # run as the main job runs it: reporting progress
+        mp.setenv(progress.PROGRESS_ENV, str(out.parent / "progress.jsonl"))
+        return out, miniature.run_miniature(out, seeds=SEEDS, **TINY_BUDGET)
+
+
+def test_every_stage_reports_its_start_steps_and_end(tiny_run):
+    records = read_jsonl(tiny_run[0].parent / "progress.jsonl")
+    starts = [r for r in records if r["event"] == "start"]
+    per_seed = STAGES_PER_SEED
+    assert [r["index"] for r in starts] == list(range(1, 2 * per_seed + 1))
+    assert {r["total"] for r in starts} == {2 * per_seed}
+    assert starts[per_seed]["stage"] == "seed 1 · random_eval" and starts[1]["stage"] == "seed 0 · warm_train"
+    assert [r["step"] for r in records if r["stage"] == "seed 0 · warm_train" and r["event"] == "step"][-1] == 2
+    assert starts[1]["steps"] == 2 and starts[0]["steps"] == 6  # training steps; held-out rows scored
+    assert Path(starts[0]["count_lines"]).name == "predictions.jsonl"
+    ends = [r["stage"] for r in records if r["event"] == "end"]
+    assert ends == [r["stage"] for r in starts]
 
 
 def test_every_arm_reports_every_metric_for_every_seed(tiny_run):

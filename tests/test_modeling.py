@@ -294,3 +294,62 @@ def test_unreachable_hub_id_says_how_to_get_it(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # never touch the network
     with pytest.raises(OSError, match=r"huggingface-cli download nobody-here/no-such-model.*local folder"):
         load_policy("nobody-here/no-such-model", lora=None, device="cpu")
+
+
+# --- bitsandbytes' import-time message ----------------------------------------------------------
+
+# Run in a fresh interpreter (bitsandbytes speaks once, on import) as if the CPU had AVX512-BF16:
+# that is the condition under which its import looks for the optional hub kernel and, without it,
+# logs the failure. The script prints whether that branch of bitsandbytes ran.
+_AS_IF_AVX512BF16 = """
+import importlib, logging, sys
+logging.basicConfig(level=logging.WARNING)
+class AsIfAvx512Bf16:
+    def find_spec(self, name, path=None, target=None):
+        if name == "bitsandbytes.backends.cpu.ops":
+            importlib.import_module("bitsandbytes.functional").has_avx512bf16 = lambda: True
+        return None
+sys.meta_path.insert(0, AsIfAvx512Bf16())
+"""
+_KERNEL_BRANCH_RAN = "\nprint(hasattr(sys.modules['bitsandbytes.backends.cpu.ops'], 'gemm_4bit_forward_kernel'))\n"
+
+
+def _python(code: str) -> tuple[str, str]:
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, done.stderr
+
+
+def test_a_load_without_quantization_does_not_print_bitsandbytes_kernel_message(tiny_model_dir):
+    pytest.importorskip("bitsandbytes")
+    # The stand-in CPU condition makes bitsandbytes print the message on a bare import...
+    out, err = _python(_AS_IF_AVX512BF16 + "import bitsandbytes" + _KERNEL_BRANCH_RAN)
+    assert out.strip() == "True" and modeling._BNB_KERNEL_MESSAGE in err
+    # ...and a LoRA load without quantization, which imports it through peft, stays quiet.
+    load = (f"from gui_r1_lite.modeling import load_policy\nload_policy({str(tiny_model_dir)!r}, device='cpu', "
+            f"min_pixels={TINY_MIN_PIXELS}, max_pixels={TINY_MAX_PIXELS})")
+    out, err = _python(_AS_IF_AVX512BF16 + load + _KERNEL_BRANCH_RAN)
+    assert out.strip().splitlines()[-1] == "True"
+    assert "gemm_4bit_forward" not in err and "kernels-community" not in err
+
+
+def test_only_the_kernel_message_is_held_and_a_4bit_cpu_load_repeats_it(tiny_model_dir, caplog):
+    import logging
+
+    pytest.importorskip("bitsandbytes")
+    bnb_log = logging.getLogger(modeling._BNB_CPU_LOGGER)
+    with caplog.at_level(logging.WARNING):
+        bnb_log.warning(modeling._BNB_KERNEL_MESSAGE + ": %s. Please make sure ...", "No module named 'kernels'")
+        bnb_log.warning("something else bitsandbytes says")
+        assert [r.getMessage() for r in caplog.records] == ["something else bitsandbytes says"]
+        load_policy(tiny_model_dir, quantization=None, lora=None, device="cpu", **TINY_BOUNDS)
+        assert not [r for r in caplog.records if r.name == "gui_r1_lite.modeling"]
+        for _ in range(2):  # said once, by the first 4-bit CPU load
+            load_policy(tiny_model_dir, quantization="4bit", lora=None, device="cpu", **TINY_BOUNDS)
+    said = [r for r in caplog.records if r.name == "gui_r1_lite.modeling"]
+    assert len(said) == 1 and "No module named 'kernels'" in said[0].getMessage()

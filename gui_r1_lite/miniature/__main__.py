@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from .. import miniature
-from ..cli import writable_folder
 from ..errors import UsageError, run_cli
+from ..runfolder import writable_folder
 from .report import miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN

@@ -24,12 +24,15 @@ SETTINGS_FILE = "settings.json"
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
 _COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "seconds")
+#: Stages of one seed: the random baseline's evaluation, and a training and an evaluation per trained arm.
+STAGES_PER_SEED = 1 + 2 * len(TRAINED)
 
 
 @dataclass
 class SeedRun:
     """The stages of one seed, each in `out_dir/seed<N>/<arm>_train` or `<arm>_eval` and cached
-    there. `callbacks` (TrainerCallbacks, e.g. live curves) go to every training stage."""
+    there. `callbacks` (TrainerCallbacks, e.g. live curves) go to every training stage; `place`
+    (this seed's position, number of seeds) numbers the stages in the main job's progress."""
 
     out_dir: Path
     seed: int
@@ -37,26 +40,41 @@ class SeedRun:
     data: dict
     progress: bool = False
     callbacks: Sequence = ()
+    place: tuple[int, int] = (0, 1)
     stages: dict[str, dict] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
         return Path(self.out_dir) / f"seed{self.seed}"
 
+    def announce(self, name: str, **fields: Any) -> dict:
+        """The progress record of stage `name` starting: its name, its number among all seeds' stages, `fields`."""
+        index = self.place[0] * STAGES_PER_SEED + len(self.stages) + 1
+        return {"stage": f"seed {self.seed} · {name}", "index": index,
+                "total": self.place[1] * STAGES_PER_SEED, **fields}
+
     def train(self, arm: str, method: str, *, steps: int, lr: float, scheduler: str,
               start: tuple[str, str | None] | None = None) -> dict:
+        from ..training.callbacks import TrainingProgress
+
         name, s = f"{arm}_train", self.settings
-        folder = self.folder / name
+        folder, announce = self.folder / name, self.announce(name, steps=steps)
+        callbacks = [*self.callbacks, TrainingProgress(announce["stage"])]
         self.stages[name] = run_stage(folder, lambda: train_stage(
             s, folder, method=method, start=start, train_file=self.data["train"], steps=steps, lr=lr,
-            seed=self.seed, scheduler=scheduler, callbacks=self.callbacks), self.progress, fresh=True)
+            seed=self.seed, scheduler=scheduler, callbacks=callbacks), self.progress, fresh=True, announce=announce)
         return self.stages[name]
 
     def evaluate(self, arm: str) -> dict:
-        name = f"{arm}_eval"
+        name, limit = f"{arm}_eval", self.settings.eval_limit
+        folder = self.folder / name
         policy = self.seed if arm == "random" else policy_of(self.settings, self.stages[f"{arm}_train"])
-        self.stages[name] = run_stage(self.folder / name, lambda: evaluate_stage(
-            self.settings, self.data["heldout"], self.folder / name, policy, f"{arm}-seed{self.seed}"), self.progress)
+        rows = self.data.get("n_heldout")
+        announce = self.announce(name, steps=min(rows, limit) if rows and limit else rows,
+                                 count_lines=str(folder / "predictions.jsonl"))
+        self.stages[name] = run_stage(folder, lambda: evaluate_stage(
+            self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}"), self.progress,
+            announce=announce)
         return self.stages[name]
 
     def sft_steps(self) -> int:
@@ -100,10 +118,10 @@ class SeedRun:
 
 
 def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, progress: bool = False,
-             callbacks: Sequence = ()) -> dict:
+             callbacks: Sequence = (), place: tuple[int, int] = (0, 1)) -> dict:
     """The random baseline and the three trained arms for one seed (see `SeedRun`); `data` is
     `prepare_data`'s output. Returns per-arm metrics, seconds, compute and folders."""
-    return SeedRun(Path(out_dir), seed, settings, data, progress, callbacks).run()
+    return SeedRun(Path(out_dir), seed, settings, data, progress, callbacks, place).run()
 
 
 def _check_same_settings(out: Path, wanted: dict) -> None:
@@ -151,7 +169,8 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
         "validate": validate})))
     t0 = time.perf_counter()
     data = prepare_data(out, train_data, heldout_data, settings, validate)
-    result = combine_seeds({seed: run_seed(out, seed, settings, data, progress, callbacks) for seed in seeds})
+    result = combine_seeds({seed: run_seed(out, seed, settings, data, progress, callbacks, (i, len(seeds)))
+                            for i, seed in enumerate(seeds)})
     result.update({"data": data, "wall_seconds_this_call": round(time.perf_counter() - t0, 2),
                    "settings": settings.to_dict()})
     write_json_atomic(out / RESULT_FILE, result)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..progress import report
 from ..runio import read_json, write_json_atomic
 from .settings import MiniatureSettings
 from .splits import task_of
@@ -37,11 +38,13 @@ def _read_stage(path: Path) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False) -> dict:
+def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False,
+              announce: dict | None = None) -> dict:
     """Run `fn` once: its result (plus `seconds`) is stored in `folder/stage.json`, which later
     runs read instead of running it again (the returned dict says `skipped`). `fresh` clears an
     unfinished folder first (a training run cut short must start over); `progress` shows the
-    stage's output instead of sending it to `folder/log.txt`."""
+    stage's output instead of sending it to `folder/log.txt`. A stage that runs reports its start
+    (`announce`: `progress.report`'s fields, "stage" among them) and its end to the main job."""
     done = folder / STAGE_FILE
     finished = _read_stage(done)
     if finished is not None:
@@ -51,11 +54,15 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
     folder.mkdir(parents=True, exist_ok=True)
     if progress:
         print(f"[miniature] {folder}", flush=True)
+    stage = dict(announce or {"stage": f"{folder.parent.name} · {folder.name}"})
+    name = str(stage.pop("stage"))
+    report(name, "start", **stage)
     t0 = time.perf_counter()
     with _quiet(folder / "log.txt", progress):
         info = fn()
     info["seconds"] = round(time.perf_counter() - t0, 2)
     write_json_atomic(done, info)
+    report(name, "end", seconds=info["seconds"])
     return {**info, "skipped": False}
 
 

@@ -1,5 +1,6 @@
-"""Trainer callbacks that write the run's own files: metrics.jsonl (one record per log, resumable)
-and `ranks/rank{R}.json` (the step and weights fingerprint each process ended with)."""
+"""Trainer callbacks that write the run's own files: metrics.jsonl (one record per log, resumable),
+`ranks/rank{R}.json` (the step and weights fingerprint each process ended with), and the main job's
+progress records (step k of n)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
+from ..progress import report
 from ..runio import append_jsonl, iter_jsonl, rank, world_size, write_json_atomic, write_jsonl_atomic
 from .fingerprint import trainable_fingerprint
 
@@ -54,3 +56,22 @@ class RankReport(TrainerCallback):
         }, indent=None)
 
 
+
+
+class TrainingProgress(TrainerCallback):
+    """Reports `stage`'s step k of n to the main job's progress file (`progress.report`): when
+    training starts, then at most every `every` seconds, and at its last step."""
+
+    def __init__(self, stage: str, every: float = 5.0) -> None:
+        self.stage, self.every, self.t_last = stage, every, 0.0
+
+    def _report(self, state) -> None:
+        self.t_last = time.perf_counter()
+        report(self.stage, step=state.global_step, steps=state.max_steps)
+
+    def on_train_begin(self, args, state, control, **kw):
+        self._report(state)
+
+    def on_step_end(self, args, state, control, **kw):
+        if state.global_step >= state.max_steps or time.perf_counter() - self.t_last >= self.every:
+            self._report(state)

@@ -1,21 +1,30 @@
 """A run folder knows what made it: `run.json` records a run's settings, base model and data
 (by content, not by path), so that training refuses a folder holding another run, and `--resume`
-continues only the same run. Checked, with the folder's writability, before any model loads."""
+continues only the same run. Checked, with the folder's writability, before any model loads. What is
+generic (hashing, records, differences in words, refusals) is `gui_r1_lite.runfolder`."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..runio import is_main_process, read_json, write_json_atomic
+from ..runfolder import (
+    RUN_FILE,
+    as_stored,
+    differences,
+    digest,
+    phrase,
+    read_record,
+    refuse,
+    with_fingerprint,
+    writable_folder,
+)
+from ..runio import is_main_process, write_json_atomic
 from .checkpoints import checkpoints
 from .config import ConfigError, TrainConfig
 
-RUN_FILE = "run.json"
 #: What a training run writes into its folder besides `checkpoint-N`: any of them means a run was there.
 #: (`base_model`, the built tiny model, is a cache checked by its build arguments; other files, such
 #: as the miniature's log.txt, belong to whoever put them there.)
@@ -40,37 +49,19 @@ MAY_CHANGE = frozenset({
 NAMED_BY_IDENTITY = frozenset({"model", "tiny", "tiny_seed", "init_adapter", "train_data", "train_split"})
 
 
-def sha256_of(files: Iterable[Path], names: bool = True) -> str:
-    """One hash of the bytes of `files` (and their names, with `names`), in the order given; of one
-    file without its name, what `sha256sum` prints."""
-    h = hashlib.sha256()
-    for f in files:
-        if names:
-            h.update(f.name.encode() + b"\0")
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
-def _plain(value: Any) -> Any:
-    # as run.json will give it back: tuples as lists, enums and paths as text
-    return json.loads(json.dumps(value, default=str))
-
-
 def run_settings(cfg: TrainConfig) -> dict[str, Any]:
     """The settings that decide what a run learns, by name, as the run uses them."""
     from .config import trl_defaults
 
     names = {f.name for f in cfg.own_fields()} | set(cfg.trl_args) | set(trl_defaults(cfg.method))
-    return {k: _plain(cfg.get(k)) for k in sorted(names - MAY_CHANGE - NAMED_BY_IDENTITY) if "token" not in k}
+    return {k: as_stored(cfg.get(k)) for k in sorted(names - MAY_CHANGE - NAMED_BY_IDENTITY) if "token" not in k}
 
 
 def _hub_config_sha(repo_id: str) -> str | None:
     from huggingface_hub import try_to_load_from_cache
 
     cached = try_to_load_from_cache(repo_id, "config.json")
-    return sha256_of([Path(cached)], names=False) if isinstance(cached, str) else None
+    return digest(cached) if isinstance(cached, str) else None
 
 
 def _check_hub_model(repo_id: str, config_sha: str | None) -> None:
@@ -93,13 +84,13 @@ def base_identity(cfg: TrainConfig, check: bool = True) -> dict[str, Any]:
 
     if cfg.model == "tiny":
         try:
-            ident: dict[str, Any] = {"tiny": _plain(build_arguments(cfg.tiny_seed, **cfg.tiny))}
+            ident: dict[str, Any] = {"tiny": as_stored(build_arguments(cfg.tiny_seed, **cfg.tiny))}
         except ValueError as exc:
             raise ConfigError(f"tiny: {exc}") from None
     elif Path(cfg.model).expanduser().is_dir():
         folder = Path(cfg.model).expanduser().resolve()
         config = folder / "config.json"
-        config_sha = sha256_of([config], names=False) if config.is_file() else None
+        config_sha = digest(config) if config.is_file() else None
         ident = {"folder": str(folder), "config_sha256": config_sha}
     else:
         ident = {"hub_id": cfg.model, "config_sha256": _hub_config_sha(cfg.model)}
@@ -108,25 +99,19 @@ def base_identity(cfg: TrainConfig, check: bool = True) -> dict[str, Any]:
     if cfg.init_adapter:
         adapter = Path(cfg.init_adapter).expanduser().resolve()
         files = sorted(f for f in adapter.glob("*") if f.is_file()) if adapter.is_dir() else []
-        ident["init_adapter"] = {"folder": str(adapter), "sha256": sha256_of(files) if files else None}
+        ident["init_adapter"] = {"folder": str(adapter), "sha256": digest(files) if files else None}
     return ident
 
 
 def data_identity(files: Iterable[Path]) -> list[dict[str, Any]]:
     """The data files a run reads, by name, size and content hash."""
-    return [{"name": f.name, "bytes": f.stat().st_size, "sha256": sha256_of([f], names=False)} for f in files]
+    return [{"name": f.name, "bytes": f.stat().st_size, "sha256": digest(f)} for f in files]
 
 
 def run_identity(cfg: TrainConfig, data_files: Iterable[Path]) -> dict[str, Any]:
     """`run.json`'s record: the settings, base model and data of a run, and one fingerprint of them."""
     return with_fingerprint({"method": cfg.method, "settings": run_settings(cfg), "base_model": base_identity(cfg),
                              "data": data_identity(data_files)})
-
-
-def with_fingerprint(record: dict) -> dict:
-    """`record` with `fingerprint`: a short hash of the rest (a quick way to see two runs are one)."""
-    rest = {k: v for k, v in record.items() if k != "fingerprint"}
-    return {**rest, "fingerprint": hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()[:16]}
 
 
 def _setting_differences(old: dict, new: dict, method: str) -> list[str]:
@@ -136,12 +121,12 @@ def _setting_differences(old: dict, new: dict, method: str) -> list[str]:
         if name in record:
             return record[name]
         try:  # a setting not recorded had its default then
-            return _plain(blank.get(name))
+            return as_stored(blank.get(name))
         except KeyError:
             return None
 
     names = sorted(set(old) | set(new), key=lambda k: (k != "method", k))
-    return [f"{k}: {value(old, k)!r} there, {value(new, k)!r} now" for k in names if value(old, k) != value(new, k)]
+    return differences({k: value(old, k) for k in names}, {k: value(new, k) for k in names})
 
 
 def _base_differences(old: dict, new: dict) -> list[str]:
@@ -151,13 +136,13 @@ def _base_differences(old: dict, new: dict) -> list[str]:
         if isinstance(a, dict) and isinstance(b, dict):
             # a hash not known on one side (a hub model not yet cached) is not a difference
             diff = [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k) and None not in (a.get(k), b.get(k))]
-            out += [f"base model: {key} {k}: {a.get(k)!r} there, {b.get(k)!r} now" for k in diff]
+            out += [phrase(f"base model: {key} {k}", a.get(k), b.get(k)) for k in diff]
         elif a != b and (key != "config_sha256" or None not in (a, b)):
-            out.append(f"base model: {key}: {a!r} there, {b!r} now")
+            out.append(phrase(f"base model: {key}", a, b))
     return out
 
 
-def differences(old: dict, new: dict) -> list[str]:
+def run_differences(old: dict, new: dict) -> list[str]:
     """What differs between two `run.json` records, one phrase each ("method: 'grpo' there, 'sft' now")."""
     old_settings = {**old.get("settings", {}), "method": old.get("method")}
     new_settings = {**new["settings"], "method": new["method"]}
@@ -175,18 +160,6 @@ def run_files(out: Path) -> list[str]:
     return found + [d.name for _, d in checkpoints(out)]
 
 
-def check_writable(out: Path) -> None:
-    """Create `out` and write a file in it, or say that it cannot be written."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(f"output_dir {out} cannot be written ({exc.strerror or exc}); "
-                          "choose another --output_dir") from None
-
-
 def check_run_folder(out: Path, identity: dict, resume: bool) -> None:
     """Refuse `out` when it holds another run: always without `resume`, and with it unless its
     `run.json` records the same run. The message says how to start fresh or resume."""
@@ -197,19 +170,14 @@ def check_run_folder(out: Path, identity: dict, resume: bool) -> None:
     if not resume:
         raise ConfigError(f"{out} holds another run ({', '.join(found[:6])}); training into it would overwrite it. "
                           f"{fresh}; to continue that run, pass --resume (with that run's settings)")
-    try:
-        old = read_json(out / RUN_FILE)
-    except (OSError, ValueError):
-        old = None
-    if not isinstance(old, dict):
-        raise ConfigError(f"{out} holds run files ({', '.join(found[:6])}) but no readable {RUN_FILE} saying what "
-                          f"made them, so --resume cannot tell whether it is this run. {fresh}")
-    diffs = differences(old, identity)
+    old = read_record(out)
+    if old is None:
+        refuse(out, f"run files ({', '.join(found[:6])})", None, fresh=fresh,
+               resume=f"--resume continues only a run whose {RUN_FILE} matches", error=ConfigError)
+    diffs = run_differences(old, identity)
     if diffs:
-        shown = "; ".join(diffs[:6]) + (f"; and {len(diffs) - 6} more" if len(diffs) > 6 else "")
-        raise ConfigError(f"{out} holds a run of other settings, so --resume cannot continue it: {shown}. "
-                          f"Resume with that run's own settings (--config {out / 'train_config.yaml'} --resume), "
-                          f"or start fresh: another --output_dir, or delete the folder")
+        refuse(out, "a run", diffs, fresh=fresh, error=ConfigError,
+               resume=f"to resume that run, pass its own settings (--config {out / 'train_config.yaml'} --resume)")
 
 
 def prepare_run_folder(cfg: TrainConfig, out: Path) -> dict:
@@ -217,7 +185,7 @@ def prepare_run_folder(cfg: TrainConfig, out: Path) -> dict:
     run (the main process checks and writes `run.json`). Returns the run's record."""
     from ..data import resolve_files
 
-    check_writable(out)
+    writable_folder(out, "output_dir", error=ConfigError)
     identity = run_identity(cfg, resolve_files(cfg.train_data, cfg.train_split))
     if is_main_process():
         check_run_folder(out, identity, cfg.resume)

@@ -1,0 +1,214 @@
+"""Where a long notebook is: package code appends progress records (stage, step k of n) to the file
+named by `$GUI_R1_LITE_PROGRESS`, and the main job turns them into a terminal line per stage change
+plus one every ~30 s, with the time spent and an estimate of what is left."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .runio import append_jsonl, is_main_process
+
+#: The environment variable naming the progress file; the notebook's kernel inherits it from the main job.
+PROGRESS_ENV = "GUI_R1_LITE_PROGRESS"
+
+
+def progress_file() -> Path | None:
+    """The progress file of the running job, or None outside one (a notebook run by hand)."""
+    value = os.environ.get(PROGRESS_ENV)
+    return Path(value) if value else None
+
+
+def report(stage: str, event: str = "step", **fields: object) -> None:
+    """Append one record to the progress file (nothing outside the main job, or off the main process).
+
+    Args:
+        stage: what runs, e.g. "seed 0 · warm_train".
+        event: "start" (a stage begins; `index`/`total` place it among its run's stages, `steps` its
+            length, `count_lines` a file whose line count is its step), "step" (`step` of `steps`),
+            or "end" (`seconds` it took).
+        fields: the record's other fields.
+    """
+    path = progress_file()
+    if path is None or not is_main_process():
+        return
+    with contextlib.suppress(OSError):  # progress is a courtesy: it never stops the work it reports
+        append_jsonl(path, {"t": time.time(), "stage": stage, "event": event, **fields})
+
+
+def clock(seconds: float) -> str:
+    """A duration as `1h02m`, `4m05s` or `12s`."""
+    s = max(0, round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _count_lines(path: str) -> int | None:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for _ in fh)
+    except OSError:
+        return None
+
+
+@dataclass
+class Stage:
+    """The stage a notebook is in, as its records tell it."""
+
+    name: str
+    started: float
+    index: int = 0
+    total: int = 0
+    steps: int | None = None
+    count_lines: str | None = None
+    first: tuple[float, int] | None = None  # (time, step) of the first step seen: the rate excludes loading
+    last: tuple[float, int] | None = None
+
+    def step(self) -> tuple[float, int] | None:
+        """The latest (time, step), from the step records or, for a counted file, its lines now."""
+        if self.count_lines:
+            n = _count_lines(self.count_lines)
+            return None if n is None else (time.time(), n)
+        return self.last
+
+    def left(self) -> float | None:
+        """Seconds left in this stage at the rate of its steps so far, None while unknown."""
+        now = self.step()
+        if now is None or not self.steps:
+            return None
+        t0, k0 = self.first if self.first and not self.count_lines else (self.started, 0)
+        t, k = now
+        if k <= k0 or t <= t0:
+            return None
+        return (t - t0) / (k - k0) * max(0, self.steps - k)
+
+
+@dataclass
+class ProgressView:
+    """Folds progress records into a status line for the notebook `label`."""
+
+    label: str
+    started: float = field(default_factory=time.time)
+    stage: Stage | None = None
+    durations: list[float] = field(default_factory=list)  # of the finished stages that ran (not cached)
+
+    def add(self, rec: dict) -> bool:
+        """Take one record; True when it starts a new stage (a line is due)."""
+        name, t, event = str(rec.get("stage", "")), float(rec.get("t", time.time())), rec.get("event", "step")
+        if event == "end":
+            if self.stage is not None and self.stage.name == name:
+                self.durations.append(float(rec.get("seconds", t - self.stage.started)))
+            return False
+        new = self.stage is None or self.stage.name != name or event == "start"
+        if new:
+            self.stage = Stage(name, t, int(rec.get("index") or 0), int(rec.get("total") or 0),
+                               rec.get("steps"), rec.get("count_lines"))
+        if "step" in rec:
+            self.stage.steps = rec.get("steps", self.stage.steps)
+            point = (t, int(rec["step"]))
+            self.stage.first = self.stage.first or point
+            self.stage.last = point
+        return new
+
+    def line(self, now: float | None = None, cell: str | None = None) -> str:
+        """`[pipeline] <notebook> 6m12s · cell 9/13 · stage 5/7 seed 0 · sft_grpo_train: step 30/60,
+        1m02s in stage, ~40s left · ~3m10s left in 2 more stages`."""
+        now = time.time() if now is None else now
+        parts = [f"[pipeline] {self.label} {clock(now - self.started)}"] + ([f"cell {cell}"] if cell else [])
+        st = self.stage
+        if st is None:
+            return " · ".join(parts)
+        where = f"stage {st.index}/{st.total} " if st.total else ""
+        detail = [f"{clock(now - st.started)} in stage"]
+        got = st.step()
+        if got is not None:
+            detail.insert(0, f"step {min(got[1], st.steps)}/{st.steps}" if st.steps else f"step {got[1]}")
+        left = st.left()
+        if left is not None:
+            detail.append(f"~{clock(left)} left")
+        parts.append(f"{where}{st.name}: {', '.join(detail)}")
+        more = st.total - st.index
+        if more > 0 and self.durations:
+            rest = sum(self.durations) / len(self.durations) * more + (left or 0.0)
+            parts.append(f"~{clock(rest)} left in {more} more stage{'s' if more > 1 else ''}")
+        return " · ".join(parts)
+
+
+class _Tail:
+    """The complete lines appended to a file since the last read (a half-written one waits)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def records(self) -> list[dict]:
+        try:
+            with self.path.open("rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        out = []
+        for raw in data[:end].splitlines():
+            with contextlib.suppress(ValueError):
+                rec = json.loads(raw)
+                if isinstance(rec, dict):
+                    out.append(rec)
+        return out
+
+
+def running_cell(executed: Path) -> str | None:
+    """"k/n" for the code cell papermill is running in `executed` (it saves the notebook at each
+    cell's start), or None when that file is not there or is being rewritten."""
+    try:
+        cells = [c for c in json.loads(executed.read_text())["cells"] if c.get("cell_type") == "code"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    for i, c in enumerate(cells, 1):
+        if c.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            return f"{i}/{len(cells)}"
+    return None
+
+
+@contextlib.contextmanager
+def watch(path: Path, label: str, executed: Path | None = None, every: float = 30.0, poll: float = 1.0,
+          write: Callable[[str], None] | None = None) -> Iterator[ProgressView]:
+    """While the block runs (a notebook executing), name `path` in `$GUI_R1_LITE_PROGRESS` (the kernel
+    inherits it) and write a status line through `write` (default: stdout) at each stage start and
+    every `every` seconds; `executed` is the notebook papermill writes, read for the running cell."""
+    write = write or (lambda s: print(s, file=sys.stdout, flush=True))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")  # a rerun into the same folder starts its own record
+    view, tail, stop = ProgressView(label), _Tail(path), threading.Event()
+
+    def loop() -> None:
+        last = time.time()
+        while not stop.wait(poll):
+            started = [view.add(r) for r in tail.records()]
+            now = time.time()
+            if any(started) or now - last >= every:
+                write(view.line(now, running_cell(executed) if executed else None))
+                last = now
+
+    before = os.environ.get(PROGRESS_ENV)
+    os.environ[PROGRESS_ENV] = str(path)
+    thread = threading.Thread(target=loop, name=f"progress {label}", daemon=True)
+    thread.start()
+    try:
+        yield view
+    finally:
+        stop.set()
+        thread.join()
+        if before is None:
+            os.environ.pop(PROGRESS_ENV, None)
+        else:
+            os.environ[PROGRESS_ENV] = before
