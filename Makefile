@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test setup capture-deps clean
+.PHONY: run test lint setup capture-deps clean
 
 $(BIN)/.installed: requirements.txt requirements-colab.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,6 +19,9 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)
+
+lint: setup
+	$(BIN)/ruff check .
 
 capture-deps: setup
 	bash scripts/install_capture_deps.sh

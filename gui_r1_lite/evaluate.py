@@ -71,6 +71,19 @@ METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
 
 
+#: Sampling as GRPO samples its groups (TRL passes top_k=0 and repetition_penalty 1.0): only
+#: `temperature` and `top_p` shape the distribution; the other fields hold their no-op values, never
+#: None, so none is refilled from the model's own generation config.
+SAMPLING_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0,
+                                   "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "repetition_penalty": 1.0,
+                                   "no_repeat_ngram_size": 0}
+#: Greedy decoding without a repetition penalty; the sampling-only fields hold transformers' own
+#: defaults, which greedy decoding ignores (and does not warn about).
+GREEDY_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
+                                 "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "repetition_penalty": 1.0,
+                                 "no_repeat_ngram_size": 0}
+
+
 # --- what produces completions ---------------------------------------------------------------------
 
 
@@ -175,16 +188,18 @@ class ModelCompleter:
         self.num_return_sequences = num_return_sequences
         self._generation_config = None
 
-    def _config(self, max_new_tokens: int):
+    def generation_config(self, max_new_tokens: int):
+        """The `GenerationConfig` passed to `generate`: the model's special tokens, every decoding
+        field set here. `generate` refills each field left None from the model's own
+        `generation_config`, and Qwen2.5-VL-3B-Instruct ships near-greedy sampling (top_k 1,
+        top_p 0.001, temperature 0.1, repetition_penalty 1.05), so None would mean greedy."""
         if self._generation_config is None:
             config = copy.deepcopy(self.policy.model.generation_config)
-            config.do_sample = self.do_sample
-            for k in ("temperature", "top_p", "top_k"):
-                if hasattr(config, k):
-                    setattr(config, k, None)
-            if self.do_sample:
-                config.temperature, config.top_p = self.temperature, self.top_p
-            config.num_return_sequences = self.num_return_sequences
+            fields = dict(SAMPLING_FIELDS, temperature=self.temperature, top_p=self.top_p) if self.do_sample \
+                else GREEDY_FIELDS
+            for name, value in {**fields, "do_sample": self.do_sample, "num_beams": 1,
+                                "num_return_sequences": self.num_return_sequences}.items():
+                setattr(config, name, value)
             self._generation_config = config
         self._generation_config.max_new_tokens = max_new_tokens
         return self._generation_config
@@ -217,7 +232,7 @@ class ModelCompleter:
         model = self.policy.model
         inputs = inputs.to(self.policy.device)
         with torch.inference_mode():
-            out = model.generate(**inputs, generation_config=self._config(max_new_tokens))
+            out = model.generate(**inputs, generation_config=self.generation_config(max_new_tokens))
         new = out[:, inputs["input_ids"].shape[1]:]
         return processor.batch_decode(new, skip_special_tokens=True)
 

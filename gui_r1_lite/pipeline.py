@@ -3,8 +3,9 @@
 
     python -m gui_r1_lite.pipeline [--profile cpu-mini|gpu-3b] [--out DIR] [--from NN]
 
-Each notebook gets the parameters `profile`, `output_dir` (its own folder under `DIR/artifacts`),
-`data_dir` and `run_dir`; a notebook reports results by writing `output_dir/result.json`.
+Each notebook gets those of the parameters `profile`, `output_dir` (its own folder under
+`DIR/artifacts`), `data_dir` and `run_dir` that it declares; a notebook reports results by writing
+`output_dir/result.json`. While one runs, a line says where it is (cell, stage, step, time left).
 `summary.json` is rewritten (atomically) after every notebook; when one fails it records which
 notebook and cell (`status`, `failed`), and `--from NN` resumes from there.
 """
@@ -44,6 +45,10 @@ def notebook_paths(notebooks_dir: Path = NOTEBOOKS) -> list[Path]:
     if not paths:
         raise FileNotFoundError(f"no notebooks NN_*.ipynb in {notebooks_dir}")
     return paths
+
+
+#: Beside each executed notebook, the progress records its run reported (`progress.report`).
+PROGRESS_SUFFIX = ".progress.jsonl"
 
 
 def declared_parameters(src: Path, parameters: dict) -> dict:
@@ -95,9 +100,6 @@ def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3
                              src.stem, exc.cell_index, f"{exc.ename}: {exc.evalue}", str(dest)) from None
     return time.perf_counter() - t0
 
-
-#: Beside each executed notebook, the progress records its run reported (`progress.report`).
-PROGRESS_SUFFIX = ".progress.jsonl"
 
 #: The file a notebook writes its results to, in its own folder under `run_dir/artifacts`.
 RESULT_FILE = "result.json"

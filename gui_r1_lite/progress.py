@@ -185,7 +185,8 @@ def watch(path: Path, label: str, executed: Path | None = None, every: float = 3
     """While the block runs (a notebook executing), name `path` in `$GUI_R1_LITE_PROGRESS` (the kernel
     inherits it) and write a status line through `write` (default: stdout) at each stage start and
     every `every` seconds; `executed` is the notebook papermill writes, read for the running cell."""
-    write = write or (lambda s: print(s, file=sys.stdout, flush=True))
+    stream = sys.stdout  # this one, not what a stage redirects sys.stdout to meanwhile
+    write = write or (lambda s: print(s, file=stream, flush=True))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")  # a rerun into the same folder starts its own record
     view, tail, stop = ProgressView(label), _Tail(path), threading.Event()

@@ -67,8 +67,8 @@ def _wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
 
 
 def _chars_per_line(panel_width_in: float, font_pt: float) -> int:
-    """About how many characters of a `font_pt` font fit across a panel (DejaVu Sans: ~0.6 em each)."""
-    return max(12, int(panel_width_in * 72 * 0.92 / (0.6 * font_pt)))
+    """About how many characters of a `font_pt` font fit across a panel (DejaVu Sans: ~0.55 em each)."""
+    return max(12, int(panel_width_in * 72 * 0.92 / (0.55 * font_pt)))
 
 
 def draw_step(image: Image.Image, gt_bbox: Sequence[float] | None = None, point: Sequence[float] | None = None,
@@ -120,9 +120,10 @@ def grid(images: Sequence[Image.Image], titles: Sequence[str] | None = None, col
     wrapped = [_wrap_lines(t, chars, 4) for t in titles] if titles else []
     title_in = max((len(w) for w in wrapped), default=0) * size * 1.3 / 72
     aspect = max((im.height / im.width for im in images), default=1.0)
+    cell_in = width * min(aspect, 2.2) + title_in + 0.2
     with _readable(width * cols):
-        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, (width * min(aspect, 2.2) + title_in + 0.2) * rows),
-                                 squeeze=False, layout="constrained")
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, cell_in * rows), squeeze=False,
+                                 layout="constrained")
         for ax in axes.flat:
             ax.axis("off")
         for i, im in enumerate(images):
@@ -149,7 +150,8 @@ def reward_map(score: Callable[[float, float], float | None], size: tuple[int, i
     if gt_bbox is not None and len(gt_bbox) == 4:
         x1, y1, x2, y2 = gt_bbox
         ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec="white", lw=1.5, ls="--"))
-    ax.set_title(title, fontsize=size_pt)
+    chars = _chars_per_line(ax.figure.get_figwidth() * ax.get_position().width, size_pt)
+    ax.set_title("\n".join(_wrap_lines(title, chars, 3)), fontsize=size_pt)
     ax.set_xlabel(f"x ({frame} px)", fontsize=size_pt)
     ax.set_ylabel(f"y ({frame} px)", fontsize=size_pt)
     ax.tick_params(labelsize=size_pt)
@@ -229,8 +231,9 @@ def card_title(record: dict, prefix: str = "") -> list[str]:
     hit = bool(_outcome(record)["hit"])
     lines = [f"{prefix}{'✓ HIT' if hit else '✗ MISS'} · {record.get('instruction', '')}"]
     text = record.get("gt_input_text")
-    if record.get("gt_action") not in POINT_ACTIONS or text not in (None, "no input text"):
-        lines.append(f"want: {record.get('gt_action')}" + (f" {text!r}" if text not in (None, "no input text") else ""))
+    text = None if text == "no input text" else text
+    if record.get("gt_action") not in POINT_ACTIONS or text is not None:
+        lines.append(f"want: {record.get('gt_action')}" + (f" {text!r}" if text is not None else ""))
     if record.get("pred_action") is None:
         lines.append("answer: nothing read" + (f" ({record['parse_error']})" if record.get("parse_error") else ""))
     else:
@@ -254,52 +257,62 @@ def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int | None 
             fig, ax = plt.subplots(figsize=(4.5, min(9.0, 4.5 * h / w) + 1.6), layout="constrained")
     size = readable_points(ax.figure.get_figwidth())
     ax.imshow(image)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.axis("off")
+    ax.set_anchor("N")  # spare height of a grid cell goes below the picture, never between it and its caption
     _mark(ax, record)
-    panel_in = ax.figure.get_figwidth() * ax.get_position().width
-    lines = [x for line in card_title(record, prefix) for x in _wrap_lines(line, wrap or _chars_per_line(panel_in, size), 2)]
-    ax.set_title("\n".join(lines[:5]), fontsize=size, loc="left")
+    wrap = wrap or _chars_per_line(ax.figure.get_figwidth() * ax.get_position().width, size)
+    ax.set_title("\n".join(_caption(record, prefix, wrap)), fontsize=size, loc="left")
     if alone:
         add_legend(ax.figure)
     return ax.figure
 
 
+def _caption(record: dict, prefix: str, wrap: int) -> list[str]:
+    return [x for line in card_title(record, prefix) for x in _wrap_lines(line, wrap, 2)][:5]
+
+
 def _mark(ax, record: dict) -> None:
-    """The box (or ring) and the predicted click, at sizes fixed on screen whatever the image's."""
+    """The box (or ring) and the predicted click, sized like the text: the same on screen whatever
+    the screenshot's own size."""
+    size = readable_points(ax.figure.get_figwidth())
     box = record.get("gt_bbox")
     if box is not None and len(box) == 4:
         x1, y1, x2, y2 = map(float, box)
-        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec=_rgb(GT_COLOR), lw=2))
+        # above the click's marker, so a hit does not hide the box it hit
+        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec=_rgb(GT_COLOR), lw=size / 5, zorder=3))
     elif box is not None and len(box) == 2 and has_target(box):
-        ax.plot(*map(float, box), marker="o", ms=16, mfc="none", mec=_rgb(GT_COLOR), mew=2)
+        ax.plot(*map(float, box), marker="o", ms=2 * size, mfc="none", mec=_rgb(GT_COLOR), mew=size / 5)
     point = _shown_point(record)
     if point is not None:
         hit = bool(_outcome(record)["hit"])
         w, h = ax.images[0].get_size()[::-1] if ax.images else (None, None)
         x, y = float(point[0]), float(point[1])
-        ax.plot(x, y, **_point_style(hit), clip_on=False)
+        ax.plot(x, y, **_point_style(hit, size), clip_on=False)
         if w is not None and not (0 <= x <= w and 0 <= y <= h):
             ax.set_xlim(min(-0.5, x - 10), max(w - 0.5, x + 10))  # a click off the screenshot stays in view
             ax.set_ylim(max(h - 0.5, y + 10), min(-0.5, y - 10))
 
 
-def _point_style(hit: bool) -> dict:
-    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 12, "mfc": _rgb(HIT_COLOR if hit else MISS_COLOR),
-            "mec": "white", "mew": 1.5, "ls": "none"}
+def _point_style(hit: bool, size: float) -> dict:
+    """A predicted click's marker for text of `size` points: a filled circle (hit) or X (miss), white-rimmed."""
+    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.1 * size,
+            "mfc": _rgb(HIT_COLOR if hit else MISS_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
 
 
-def legend_handles() -> list:
-    """Legend entries for the marks of `prediction_card` / `draw_step`."""
-    return [Patch(fill=False, ec=_rgb(GT_COLOR), lw=2, label="target box (ground truth)"),
-            Line2D([], [], **_point_style(True), label="predicted click: hit"),
-            Line2D([], [], **_point_style(False), label="predicted click: miss")]
+def legend_handles(size: float = 10.0) -> list:
+    """Legend entries for the marks of `prediction_card` / `draw_step` (markers for `size`-point text)."""
+    return [Patch(fill=False, ec=_rgb(GT_COLOR), lw=size / 5, label="target box (ground truth)"),
+            Line2D([], [], **_point_style(True, size), label="predicted click: hit"),
+            Line2D([], [], **_point_style(False, size), label="predicted click: miss")]
 
 
 def add_legend(fig: plt.Figure) -> None:
     """One legend above the panels: what the box and the two markers mean, and in which frame."""
+    size = readable_points(fig.get_figwidth())
+    handles = legend_handles(size)
+    one_row = sum(len(h.get_label()) for h in handles) * 0.6 * size / 72 + 0.6 * len(handles) < fig.get_figwidth()
     with _readable(fig.get_figwidth()):
-        fig.legend(handles=legend_handles(), loc="outside upper center", ncols=3, frameon=False,
+        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles) if one_row else 1, frameon=False,
                    title="positions in original screenshot pixels", columnspacing=1.2, handletextpad=0.4)
 
 
@@ -310,24 +323,25 @@ def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, wid
     n = max(1, len(records))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
+    wrap = _chars_per_line(width, readable_points(width * cols))
+    lines = max((len(_caption(r, "", wrap)) for r in records), default=0)
     with _readable(width * cols):
-        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width, width * cols) * rows
-                                                      + _legend_height(width * cols)),
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, _cell_height(pictures, width, width * cols, lines)
+                                                      * rows + _legend_height(width * cols)),
                                  squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
     for ax, rec, im in zip(axes.flat, records, pictures, strict=False):
-        ax.axis("on")
-        prediction_card(rec, im, ax=ax, wrap=_chars_per_line(width, readable_points(width * cols)))
+        prediction_card(rec, im, ax=ax, wrap=wrap)
     if records:
         add_legend(fig)
     return fig
 
 
-def _cell_height(pictures: Sequence[Image.Image], width: float, fig_width: float) -> float:
-    """Figure inches per card: the tallest picture at `width` inches wide, plus its caption's lines."""
+def _cell_height(pictures: Sequence[Image.Image], width: float, fig_width: float, lines: int) -> float:
+    """Figure inches per card: the tallest picture at `width` inches wide, plus `lines` of caption."""
     aspect = max((im.height / im.width for im in pictures), default=1.0)
-    return width * min(aspect, 2.2) + 5 * readable_points(fig_width) * 1.3 / 72 + 0.15
+    return width * min(aspect, 2.2) + lines * readable_points(fig_width) * 1.25 / 72 + 0.15
 
 
 def _legend_height(fig_width: float) -> float:
@@ -348,22 +362,21 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
     pairs = sorted(pairs, key=order)[:limit]
     pictures = [_image_for(images, ra) for _, ra in pairs]
     n = max(1, len(pairs))
+    wrap = _chars_per_line(width, readable_points(width * 2))
+    captions = [_caption(r, f"[{label}] ", wrap) for pair in pairs for r, label in zip(pair, labels, strict=True)]
+    lines = max(map(len, captions), default=0)
     with _readable(width * 2):
-        fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width, width * 2) * n
+        fig, axes = plt.subplots(n, 2, figsize=(width * 2, _cell_height(pictures, width, width * 2, lines) * n
                                                 + _legend_height(width * 2)), squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
     for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
         for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
-            axes[i, j].axis("on")
-            prediction_card(rec, image, ax=axes[i, j], prefix=f"[{label}] ",
-                            wrap=_chars_per_line(width, readable_points(width * 2)))
+            prediction_card(rec, image, ax=axes[i, j], prefix=f"[{label}] ", wrap=wrap)
     if pairs:
         add_legend(fig)
     return fig
 
-
-# --- training curves -----------------------------------------------------------------------------
 
 _FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "rewards/format/mean", "kl", "loss")
 _X_KEYS = ("step", "global_step", "epoch")
@@ -396,35 +409,40 @@ def numeric_keys(log: Sequence[dict]) -> list[str]:
 
 
 def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0):
-    """One panel per numeric key of a run's log against `step` (or the line number), reward and
-    accuracy first; `smooth` > 1 adds a running mean over that many points."""
+    """One panel per numeric key of a run's log against the training step (or the line number),
+    reward and accuracy first; `smooth` > 1 adds a running mean over that many points."""
     log = read_log(log)
     keys = list(keys) if keys is not None else numeric_keys(log)[:limit]
     n = max(1, len(keys))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.8 * rows), squeeze=False)
-    for ax in axes.flat[n:]:
-        ax.axis("off")
     xkey = next((k for k in _X_KEYS if any(k in r for r in log)), None)
-    for ax, key in zip(axes.flat, keys, strict=False):
-        pts = [(r.get(xkey, i) if xkey else i, r[key]) for i, r in enumerate(log) if _is_num(r.get(key))]
-        if pts:
-            xs, ys = zip(*pts, strict=True)
-            ax.plot(xs, ys, lw=1, marker="." if len(xs) < 50 else None, alpha=0.6 if smooth > 1 else 1.0)
-            if smooth > 1 and len(ys) >= smooth:
-                run = [sum(ys[i - smooth + 1:i + 1]) / smooth for i in range(smooth - 1, len(ys))]
-                ax.plot(xs[smooth - 1:], run, lw=2)
-        else:
-            ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(key, fontsize=9)
-        ax.set_xlabel(xkey or "log line", fontsize=8)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
+    with _readable(4 * cols):
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 2.9 * rows + 0.5), squeeze=False, layout="constrained")
+        for ax in axes.flat[n:]:
+            ax.axis("off")
+        for ax, key in zip(axes.flat, keys, strict=False):
+            _curve(ax, log, key, xkey, smooth)
+        if smooth > 1 and any(ax.lines for ax in axes.flat):
+            fig.legend(handles=[Line2D([], [], lw=1, color="C0", alpha=0.6, label="each logged value"),
+                                Line2D([], [], lw=2, color="C1", label=f"running mean of {smooth}")],
+                       loc="outside lower center", ncols=2, frameon=False)
     return fig
 
 
-# --- interactive browser -------------------------------------------------------------------------
+def _curve(ax, log: Sequence[dict], key: str, xkey: str | None, smooth: int) -> None:
+    pts = [(r.get(xkey, i) if xkey else i, r[key]) for i, r in enumerate(log) if _is_num(r.get(key))]
+    if pts:
+        xs, ys = zip(*pts, strict=True)
+        ax.plot(xs, ys, lw=1, color="C0", marker="." if len(xs) < 50 else None, alpha=0.6 if smooth > 1 else 1.0)
+        if smooth > 1 and len(ys) >= smooth:
+            run = [sum(ys[i - smooth + 1:i + 1]) / smooth for i in range(smooth - 1, len(ys))]
+            ax.plot(xs[smooth - 1:], run, lw=2, color="C1")
+    else:
+        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(key)
+    ax.set_xlabel({"step": "training step", "global_step": "training step", "epoch": "epoch"}.get(xkey, "log line"))
+    ax.grid(alpha=0.3)
 
 
 class PredictionBrowser:
@@ -532,9 +550,21 @@ def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "
               for name, samples in stages.items()}
     groups = sorted(set().union(*counts.values())) or ["(none)"]
     panels = 2 if rates is not None else 1
-    fig, axes = plt.subplots(1, panels, figsize=(max(6.0, 0.9 * len(groups) + 2) + 4 * (panels - 1), 3.6),
-                             squeeze=False, gridspec_kw={"width_ratios": [3, 1][:panels]})
-    ax = axes[0, 0]
+    width_in = max(6.0, 0.9 * len(groups) + 2) + 4 * (panels - 1)
+    with _readable(width_in):
+        fig, axes = plt.subplots(1, panels, figsize=(width_in, 4.2), squeeze=False, layout="constrained",
+                                 gridspec_kw={"width_ratios": [3, 1][:panels]})
+        _stage_bars(axes[0, 0], counts, groups, by)
+        if rates is not None:
+            ax = axes[0, 1]
+            ax.hist(list(rates), bins=[i / 10 for i in range(11)], color="0.4", edgecolor="white")
+            ax.set_xlabel("success rate of k samples")
+            ax.set_ylabel("curated rows")
+            ax.set_title("difficulty")
+    return fig
+
+
+def _stage_bars(ax, counts: dict, groups: list[str], by: Sequence[str]) -> None:
     width = 0.8 / max(1, len(counts))
     for i, (name, c) in enumerate(counts.items()):
         xs = [g + i * width for g in range(len(groups))]
@@ -544,16 +574,9 @@ def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "
     sizes = [v for c in counts.values() for v in c.values() if v]
     if sizes and max(sizes) > 20 * min(sizes):
         ax.set_yscale("log")  # a big group must not flatten the small ones
-    ax.set_title("rows per " + " / ".join(by))
-    ax.legend(fontsize=8)
-    if rates is not None:
-        ax = axes[0, 1]
-        ax.hist(list(rates), bins=[i / 10 for i in range(11)], color="0.4", edgecolor="white")
-        ax.set_xlabel("success rate")
-        ax.set_ylabel("rows")
-        ax.set_title("difficulty")
-    fig.tight_layout()
-    return fig
+        ax.set_ylabel("rows (log scale)")
+    ax.set_title("rows per " + " / ".join(by) + " at each stage")
+    ax.legend(title="stage (rows)")
 
 
 def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
@@ -561,22 +584,24 @@ def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_gr
     """The miniature's table as bars: per metric, each arm's mean over seeds with its std as an
     error bar and every seed's value as a dot (`miniature.run_miniature`'s result, or the arms
     alone as `miniature.arm_results` gives them, plus `seeds`)."""
-    fig, ax = plt.subplots(figsize=(1.6 + 1.5 * len(metrics), 3.2))
-    width = 0.8 / len(arms)
-    for j, arm in enumerate(arms):
-        xs = [i + (j - (len(arms) - 1) / 2) * width for i in range(len(metrics))]
-        means = [100 * result[arm][m]["mean"] for m in metrics]
-        stds = [100 * result[arm][m]["std"] for m in metrics]
-        ax.bar(xs, means, width, yerr=stds, capsize=3, label=arm)
-        for x, m in zip(xs, metrics, strict=True):
-            seeds = result[arm][m]["per_seed"]
-            ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=8, color="black", zorder=3)
-    ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
-    ax.set_ylabel("% of held-out rows")
-    ax.set_ylim(0, 100)
-    ax.legend(fontsize=8)
-    ax.set_title(f"held-out, {len(result.get('seeds') or [])} seeds: mean ± std, dots per seed", fontsize=9)
-    fig.tight_layout()
+    width_in = 2.4 + 1.9 * len(metrics)
+    with _readable(width_in):
+        fig, ax = plt.subplots(figsize=(width_in, 4.0), layout="constrained")
+        width = 0.8 / len(arms)
+        for j, arm in enumerate(arms):
+            xs = [i + (j - (len(arms) - 1) / 2) * width for i in range(len(metrics))]
+            means = [100 * result[arm][m]["mean"] for m in metrics]
+            stds = [100 * result[arm][m]["std"] for m in metrics]
+            ax.bar(xs, means, width, yerr=stds, capsize=3, label=arm)
+            for x, m in zip(xs, metrics, strict=True):
+                seeds = result[arm][m]["per_seed"]
+                ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=10, color="black", zorder=3)
+        ax.scatter([], [], s=10, color="black", label="one seed")
+        ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
+        ax.set_ylabel("% of held-out rows")
+        ax.set_ylim(0, 100)
+        ax.legend(title="arm", loc="upper left")
+        ax.set_title(f"held-out rows, {len(result.get('seeds') or [])} seeds: mean ± std")
     return fig
 
 
@@ -619,7 +644,7 @@ class LiveCurves:
             return
         fig = training_curves(metrics_path, keys=self.keys, smooth=self.smooth)
         fig.suptitle(f"{Path(metrics_path).parent.name}: step {(read_log(metrics_path) or [{}])[-1].get('step', 0)}",
-                     fontsize=9)
+                     fontsize=readable_points(fig.get_figwidth()))
         if self.save_to:
             save_figure_atomic(fig, self.save_to)
         try:

@@ -15,7 +15,7 @@ trap 'rm -f "$before"' EXIT
 "$PY" -m pip install -q --no-deps -e .
 "$PY" - "$before" > .colab_installed.tmp <<'PYEOF'
 import sys
-from importlib.metadata import packages_distributions, version
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
 
 def norm(name):
@@ -27,7 +27,7 @@ replaced = {}
 for name, was in sorted(old.items()):
     try:
         now = version(name)
-    except Exception:
+    except PackageNotFoundError:  # removed by the install
         continue
     if now != was:
         replaced[name] = (was, now)

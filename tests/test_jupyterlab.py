@@ -58,12 +58,11 @@ def _notebook(path: Path, records_path: Path) -> None:
     import nbformat
 
     source = f"""\
-import json
-
 from gui_r1_lite import evaluate as E
 from gui_r1_lite import viz
+from gui_r1_lite.runio import read_jsonl
 
-records = [json.loads(line) for line in open({str(records_path)!r})]
+records = read_jsonl({str(records_path)!r})
 samples = E.samples_by_id({str(REPO / "data_samples" / "test")!r}, limit={ROWS_PER_FILE})
 browser = viz.PredictionBrowser(records, lambda r: samples[r["id"].split("/", 1)[1]])
 browser.widget"""

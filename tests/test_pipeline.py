@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from gui_r1_lite import miniature, pipeline
+from gui_r1_lite.runio import read_jsonl
 
 
 @pytest.mark.slow
-def test_whole_cpu_mini_pipeline(tmp_path):
+def test_whole_cpu_mini_pipeline(tmp_path, capfd):
     run = tmp_path / "run"
     assert pipeline.main(["--out", str(run)]) == 0
     check_summary(run)
+    check_progress(run, capfd.readouterr())
+
+
+def check_progress(run, captured) -> None:
+    """Notebook 04's long run told the terminal where it was, and the terminal held none of the known noise."""
+    records = read_jsonl(run / "notebooks" / f"04_grpo_training{pipeline.PROGRESS_SUFFIX}")
+    assert {r["stage"] for r in records if r["event"] == "start"} >= {"seed 2 · sft_grpo_train", "seed 0 · warm_train"}
+    lines = [line for line in captured.out.splitlines() if line.startswith("[pipeline] 04_grpo_training ")]
+    assert any(re.search(r"stage \d+/21 seed \d · \w+_train: step \d+/\d+, .* left", line) for line in lines), lines
+    for noise in ("Passed unknown parameter", "without encryption"):
+        assert noise not in captured.err
 
 
 def check_summary(run) -> None:

@@ -3,6 +3,8 @@ headless reporting its stage through the pipeline."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import logging
 import os
@@ -91,6 +93,15 @@ def test_watch_prints_each_stage_start_and_otherwise_at_most_every_few_seconds(t
     assert starts and "stage 2/2 stage B" in lines[-1]
     assert 3 <= len(lines) <= 2 + seconds / 0.5 + 1, lines  # two stage starts and one line per 0.5 s between
     assert any("step 1" in line and "/20" in line for line in lines[1:-1]), lines
+
+
+def test_watch_writes_to_the_terminal_even_while_a_stage_redirects_its_output(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(progress.PROGRESS_ENV, raising=False)
+    stage_log = io.StringIO()
+    with progress.watch(tmp_path / "p.jsonl", "04_x", every=60, poll=0.05), contextlib.redirect_stdout(stage_log):
+        progress.report("stage A", "start")  # as a miniature stage does, with its chatter sent to log.txt
+        time.sleep(0.4)
+    assert "stage A" in capsys.readouterr().out and "stage A" not in stage_log.getvalue()
 
 
 def _notebook(path, code: str) -> None:

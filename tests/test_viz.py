@@ -135,3 +135,103 @@ def test_live_curves_redraw_from_metrics_jsonl_throttled(tmp_path):
     assert (tmp_path / "live.png").stat().st_size > 1000
     cb.on_train_end(args, SimpleNamespace(is_world_process_zero=False), None)  # other ranks never draw
     assert live.draws == 2
+
+
+def _shown_px(fig, text) -> float:
+    """How tall (px, one em) `text` is when a notebook shows `fig`: at 100 dpi, shrunk to 900 px wide."""
+    return text.get_fontsize() / 72 * min(100.0, 900.0 / fig.get_figwidth())
+
+
+def _texts(fig) -> list:
+    """The texts a reader sees: not the tick labels of axes drawn without axes (pictures)."""
+    def shown(t) -> bool:
+        ax = t.axes
+        return ax is None or ax.axison or t in (ax.title, ax._left_title, ax._right_title)
+
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip() and shown(t)]
+
+
+def test_every_text_is_readable_at_a_notebook_s_width(evaluated):
+    from types import SimpleNamespace
+
+    oracle, rand, samples = evaluated
+    arm = {m: {"mean": 0.5, "std": 0.1, "per_seed": [0.4, 0.6]}
+           for m in ("format_rate", "click_accuracy", "strict_step_success")}
+    rows = [SimpleNamespace(platform="web", gt_action="click")] * 3
+    figures = {
+        "gallery": viz.gallery(rand, samples, cols=4, limit=8),
+        "before_after": viz.before_after(rand, oracle, samples, labels=("random", "oracle"), limit=2),
+        "card": viz.prediction_card(rand[0], samples[rand[0]["id"]].image()),
+        "curves": viz.training_curves([{"step": s, "reward": s / 10, "kl": 0.1} for s in range(1, 9)], smooth=3),
+        "stages": viz.stage_counts({"loaded": rows, "kept": rows[:1]}, rates=[0.5]),
+        "miniature": viz.miniature_bars({"seeds": [0, 1], "random": arm, "sft": arm, "sft_grpo": arm}),
+        "grid": viz.grid([Image.new("RGB", (1280, 800))] * 4, ["a long instruction to wrap " * 3] * 4),
+        "reward_map": viz.reward_map(lambda x, y: x / 400, (400, 260), step=20, gt_bbox=[10, 10, 50, 50]).figure,
+    }
+    for name, fig in figures.items():
+        fig.canvas.draw()
+        texts = _texts(fig)
+        assert texts, name
+        small = [(t.get_text()[:30], round(_shown_px(fig, t), 1)) for t in texts if _shown_px(fig, t) < 11.9]
+        assert not small, (name, small)  # each was about 6 px in a 14-inch gallery before
+        matplotlib.pyplot.close(fig)
+
+
+def _marks(fig) -> dict[str, str]:
+    """Colour (hex) -> marker of the point marks drawn on a figure's axes."""
+    from matplotlib.colors import to_hex
+
+    return {to_hex(line.get_markerfacecolor()): line.get_marker() for ax in fig.axes for line in ax.get_lines()
+            if line.get_marker() not in (None, "None", "")}
+
+
+def test_hit_and_miss_differ_in_shape_and_a_legend_names_them(evaluated):
+    from matplotlib.colors import to_hex
+
+    oracle, rand, samples = evaluated
+    hit = next(r for r in oracle if viz.describe(r)[0].startswith("HIT") and r["pred_coord"] is not None)
+    miss = next(r for r in rand if viz.describe(r)[0].startswith("MISS") and r["pred_coord"] is not None)
+    fig = viz.gallery([hit, miss], samples, cols=2)
+    hit_hex, miss_hex = (to_hex([c / 255 for c in color]) for color in (viz.HIT_COLOR, viz.MISS_COLOR))
+    marks = _marks(fig)
+    assert set(marks) == {hit_hex, miss_hex} and marks[hit_hex] != marks[miss_hex]
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert any("target box" in x for x in labels) and any("hit" in x for x in labels) and any("miss" in x for x in labels)
+    assert "original screenshot pixels" in legend.get_title().get_text()
+    shapes = {h.get_label(): h.get_marker() for h in legend.legend_handles if hasattr(h, "get_marker")}
+    assert shapes == {"predicted click: hit": marks[hit_hex], "predicted click: miss": marks[miss_hex]}
+    titles = [ax._left_title.get_text() for ax in fig.axes]
+    assert titles[0].startswith("✓ HIT") and titles[1].startswith("✗ MISS")
+    matplotlib.pyplot.close(fig)
+
+
+def test_draw_step_marks_a_hit_with_a_disc_and_a_miss_with_a_cross():
+    im = Image.new("RGB", (300, 300), "white")
+    r = 6  # the marker's half size at this image size
+    hit = viz.draw_step(im, None, (150, 150), hit=True)
+    miss = viz.draw_step(im, None, (150, 150), hit=False)
+    assert hit.getpixel((150, 150)) == viz.HIT_COLOR and miss.getpixel((150, 150)) == viz.MISS_COLOR
+    side, corner = (150 + r - 1, 150), (150 + r - 1, 150 + r - 1)
+    assert hit.getpixel(side) == viz.HIT_COLOR and miss.getpixel(side) != viz.MISS_COLOR  # a disc is full there
+    assert miss.getpixel(corner) == viz.MISS_COLOR and hit.getpixel(corner) != viz.HIT_COLOR  # the X's arm
+
+
+def test_axes_say_what_is_plotted_and_in_which_frame():
+    ax = viz.reward_map(lambda x, y: 1.0, (100, 60), step=10, title="gui_r1")
+    assert ax.get_xlabel() == "x (model-frame px)" and ax.get_ylabel() == "y (model-frame px)"
+    assert "reward" in ax.figure.axes[-1].get_ylabel()
+    matplotlib.pyplot.close(ax.figure)
+    fig = viz.training_curves([{"step": 1, "reward": 0.1}, {"step": 2, "reward": 0.3}])
+    assert fig.axes[0].get_xlabel() == "training step" and fig.axes[0].get_title() == "reward"
+    matplotlib.pyplot.close(fig)
+
+
+def test_card_title_is_short_and_says_what_the_picture_cannot(evaluated):
+    _, rand, _ = evaluated
+    typed = next(r for r in rand if r["gt_action"] == "type")
+    lines = viz.card_title(typed, prefix="[random] ")
+    assert lines[0].startswith("[random] ✗ MISS · ") and lines[1] == f"want: type {typed['gt_input_text']!r}"
+    click = next(r for r in rand if r["gt_action"] == "click" and r["pred_action"] == "click")
+    assert not any(x.startswith("want:") for x in viz.card_title(click))  # the box shows it
+    assert viz.card_title(click)[-1].startswith("answer: click at (")

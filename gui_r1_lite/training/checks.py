@@ -19,6 +19,17 @@ POSITIVE = ("per_device_train_batch_size", "gradient_accumulation_steps", "loggi
 POSITIVE_GRPO = ("num_generations", "max_completion_length")
 
 
+#: Why a CUDA recipe finds no GPU, most often: the registry's torch wheel is built for a CUDA that
+#: the machine's NVIDIA driver is too old for, and then CUDA is simply invisible to torch.
+NO_CUDA = (
+    "device: cuda was asked for but no CUDA device is visible to torch {torch} (built for CUDA {cuda}).\n"
+    "If the machine has an NVIDIA GPU, torch's CUDA build and the driver disagree: torch==2.14.1 from PyPI "
+    "is built for CUDA 13 and needs an NVIDIA driver >= 580 (`nvidia-smi` shows the driver's version). With "
+    "an older driver install the cu12x wheel of torch, e.g. `pip install torch==2.14.1 torchvision==0.29.1 "
+    "--index-url https://download.pytorch.org/whl/cu126`.\n"
+    "To run on the CPU instead (slow for a 3B model), set device: cpu.")
+
+
 def check_config(cfg: TrainConfig) -> None:
     """Raise `ConfigError` for the first setting that cannot run."""
     check_choices(cfg)
@@ -61,7 +72,7 @@ def check_device(cfg: TrainConfig) -> None:
 
     cuda = torch.cuda.is_available()
     if cfg.device == "cuda" and not cuda:
-        raise ConfigError("device: cuda was asked for but no CUDA device is visible; use device: auto or cpu")
+        raise ConfigError(NO_CUDA.format(torch=torch.__version__, cuda=torch.version.cuda or "none (a CPU build)"))
     if cfg.method == "grpo" and cfg.get("use_vllm") and not cuda:
         raise ConfigError("use_vllm needs a CUDA GPU (vLLM is CUDA-only); set use_vllm: false")
     if cfg.get("bf16") and not (cuda and torch.cuda.is_bf16_supported()):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,20 +89,38 @@ def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
 
 
 def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list):
-    """TRL's `GRPOTrainer` (with the configured rewards) or `SFTTrainer`, ready to train."""
+    """TRL's `GRPOTrainer` (with the configured rewards) or `SFTTrainer`, ready to train; the
+    trainable weights keep the dtypes they were loaded in (`keep_trainable_dtypes`)."""
     from .callbacks import MetricsJsonl, RankReport
 
     common = dict(model=policy.model, args=args, train_dataset=dataset, processing_class=policy.processor,
                   callbacks=[MetricsJsonl(), RankReport(), *callbacks])
-    if cfg.method == "grpo":
-        from trl import GRPOTrainer
+    with keep_trainable_dtypes(policy.model):
+        if cfg.method == "grpo":
+            from trl import GRPOTrainer
 
-        from ..rewards import build_rewards
+            from ..rewards import build_rewards
 
-        return GRPOTrainer(reward_funcs=build_rewards(cfg.rewards, cfg.compat)[0], **common)
-    from trl import SFTTrainer
+            return GRPOTrainer(reward_funcs=build_rewards(cfg.rewards, cfg.compat)[0], **common)
+        from trl import SFTTrainer
 
-    return SFTTrainer(**common)
+        return SFTTrainer(**common)
+
+
+@contextmanager
+def keep_trainable_dtypes(model) -> Iterator[None]:
+    """Give every trainable parameter back the tensor it had on entry if its dtype changed inside.
+
+    TRL casts a quantised model's trainable parameters (the LoRA weights, fp32 from PEFT) to bf16
+    when its trainer is built. At LoRA learning rates Adam's steps (~lr) are smaller than half of
+    bf16's spacing for most `lora_A` entries (|a| ~ 0.01: spacing ~ 6e-5), so those would never
+    change. The optimizer is created later, in `train()`, from the parameters restored here; PEFT
+    runs an fp32 adapter in fp32 and casts its output back to the base layer's dtype."""
+    before = {name: p.data for name, p in model.named_parameters() if p.requires_grad}
+    yield
+    for name, p in model.named_parameters():
+        if name in before and p.data.dtype != before[name].dtype:
+            p.data = before[name]
 
 
 def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
