@@ -174,7 +174,7 @@ class ModelCompleter:
     `.processor` and `.device`), named `name` in the records (default: the policy's source).
     Greedy by default (evaluation); `do_sample=True` samples at `temperature` with nucleus `top_p`
     and draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO samples its
-    groups)."""
+    groups). No decoding setting comes from the model's own generation config (`generation_config`)."""
 
     def __init__(self, policy, name: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
                  top_p: float = 1.0, num_return_sequences: int = 1):

@@ -22,6 +22,9 @@ class Profile:
     # curation (notebook 01): answers sampled per row, the success-rate band kept, rows per
     # (platform, action) group at most
     difficulty_k: int = 5
+    # new tokens per sampled answer: a real model needs room for <think>…</think><answer>…</answer>
+    # (GRPO allows 1,024); the tiny model's answers are short
+    difficulty_max_new_tokens: int = 32
     difficulty_band: tuple[float, float] = (0.1, 0.9)
     balance_per_group: int = 1000
     # training (notebook 04): the GRPO recipe, and what the notebook runs by default: "miniature"
@@ -58,7 +61,7 @@ PROFILES: dict[str, Profile] = {
         train_data="ritzzai/GUI-R1", eval_data="ritzzai/GUI-R1",
         min_pixels=262_144, max_pixels=1_258_291,
         description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
-        difficulty_k=5, difficulty_band=(0.1, 0.9), balance_per_group=1000,
+        difficulty_k=5, difficulty_max_new_tokens=512, difficulty_band=(0.1, 0.9), balance_per_group=1000,
         grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe"),
 }
 

@@ -156,7 +156,7 @@ def reward_map(score: Callable[[float, float], float | None], size: tuple[int, i
     ax.set_ylabel(f"y ({frame} px)", fontsize=size_pt)
     ax.tick_params(labelsize=size_pt)
     bar = plt.colorbar(im, ax=ax, fraction=0.046)
-    bar.set_label("reward (dashed: target box)", fontsize=size_pt)
+    bar.set_label("reward (box: target)", fontsize=size_pt)
     bar.ax.tick_params(labelsize=size_pt)
     return ax
 
@@ -295,7 +295,7 @@ def _mark(ax, record: dict) -> None:
 
 def _point_style(hit: bool, size: float) -> dict:
     """A predicted click's marker for text of `size` points: a filled circle (hit) or X (miss), white-rimmed."""
-    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.1 * size,
+    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.3 * size,
             "mfc": _rgb(HIT_COLOR if hit else MISS_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
 
 
@@ -445,6 +445,11 @@ def _curve(ax, log: Sequence[dict], key: str, xkey: str | None, smooth: int) -> 
     ax.grid(alpha=0.3)
 
 
+#: What the marks in the browser's picture mean (the figures carry the same as a legend).
+_KEY_HTML = ("<div style='color:#555'>in the picture (original screenshot pixels): blue box = target, "
+             "filled green circle = click that hit, orange cross = click that missed</div>")
+
+
 class PredictionBrowser:
     """An ipywidgets browser over prediction records: step through them, filter by group,
     ui_type and outcome (hit / miss / format error), see the screenshot with the boxes, the
@@ -530,7 +535,7 @@ class PredictionBrowser:
         raw = html.escape(rec.get("completion", ""))
         self.info.value = (f"<div style='max-width:480px;font-size:12px'><b>{html.escape(str(rec['id']))}</b> "
                            f"({html.escape(str(rec.get('group', '')))} {html.escape(str(rec.get('ui_type', '')))})"
-                           f"{lines}<div><b>thinking:</b> {think}</div>"
+                           f"{lines}<div><b>thinking:</b> {think}</div>{_KEY_HTML}"
                            f"<details><summary>raw completion</summary><pre style='white-space:pre-wrap'>{raw}</pre>"
                            "</details></div>")
 

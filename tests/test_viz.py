@@ -101,7 +101,7 @@ def test_browser_filters_and_steps(evaluated):
     b.outcome.value = "format error"
     assert b.filtered == [] and b.current is None and "no prediction" in b.info.value
     b.outcome.value = "all"
-    assert "thinking:" in b.info.value and "random" in b.info.value
+    assert "thinking:" in b.info.value and "random" in b.info.value and "orange cross = click that missed" in b.info.value
     assert viz.browse(oracle, samples) is not None
 
 
