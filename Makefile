@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 .PHONY: run test lint setup capture-deps clean
 
-$(BIN)/.installed: requirements.txt requirements-colab.txt pyproject.toml
+$(BIN)/.installed: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements.txt
