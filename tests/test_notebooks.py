@@ -105,21 +105,6 @@ def test_01_data_curation(tmp_path):
         assert (out / name).stat().st_size > 10_000
 
 
-def test_every_notebook_installs_itself_on_colab_and_has_a_readme_badge():
-    import tomllib
-
-    repo = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
-    assert (ROOT / "scripts" / "colab_setup.sh").exists()
-    readme = (ROOT / "README.md").read_text()
-    slug = repo.removeprefix("https://github.com/")
-    for nb_path in pipeline.notebook_paths():
-        cell = nbformat.read(nb_path, as_version=4).cells[1].source
-        assert "google.colab" in cell and f"git clone -q --depth 1 {repo} " in cell
-        assert "scripts/colab_setup.sh" in cell
-        badge = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/{nb_path.name}"
-        assert badge in readme, f"README.md lacks the Colab badge of {nb_path.name}"
-
-
 def test_04_grpo_training_miniature(tmp_path):
     """cpu-mini's default: the miniature (warm start, GRPO, SFT arm, held-out evaluation) on a tiny budget."""
     out = tmp_path / "04"
