@@ -237,18 +237,42 @@ def resolve_device(device=None):
     return dev
 
 
-def resolve_dtype(dtype, device):
-    """`None` -> float32 on CPU, bfloat16 on a CUDA device that has it natively, else float16."""
+def native_bf16() -> bool:
+    """Whether this process's CUDA device computes bf16 natively (Ampere or newer). The one place
+    the question is answered: training's mixed precision, the load dtype and 4-bit compute follow it.
+    `torch.cuda.is_bf16_supported()` alone also says yes where bf16 is only emulated (a T4), where a
+    run would be slow and bitsandbytes would still compute in fp16."""
     import torch
 
+    if not torch.cuda.is_available():
+        return False
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch without the keyword: compute capability 8.0 is where bf16 is native
+        return torch.cuda.get_device_capability()[0] >= 8
+
+
+#: Said once per process when a CUDA device without native bf16 makes the run fp16.
+FP16_NOTE = ("[modeling] this GPU has no native bf16: the language model's weights and computation run in fp16, "
+             "the vision tower in fp32 (its MLP overflows in fp16) and LoRA weights in fp32")
+_fp16_noted = False
+
+
+def resolve_dtype(dtype, device):
+    """`None` -> float32 on CPU, bfloat16 on a CUDA device that has it natively (`native_bf16`),
+    else float16 (and a printed line saying what runs in fp16)."""
+    import torch
+
+    global _fp16_noted
     if dtype is None:
-        if device.type == "cuda":
-            try:
-                native_bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
-            except TypeError:
-                native_bf16 = torch.cuda.is_bf16_supported()
-            return torch.bfloat16 if native_bf16 else torch.float16
-        return torch.float32
+        if device.type != "cuda":
+            return torch.float32
+        if native_bf16():
+            return torch.bfloat16
+        if not _fp16_noted:
+            print(FP16_NOTE, flush=True)
+            _fp16_noted = True
+        return torch.float16
     if isinstance(dtype, torch.dtype):
         return dtype
     names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -271,9 +295,16 @@ def _resolve_lora(lora) -> LoraSettings | None:
                     f"got {type(lora).__name__}")
 
 
-def quantization_config(quantization: str | None, device):
-    """The `BitsAndBytesConfig` for `quantization` ("4bit": NF4, double quantisation, bf16/fp16
-    compute on CUDA and fp32 on CPU; "8bit": LLM.int8), or None. Raises when bitsandbytes is missing."""
+#: Kept out of quantisation: the vision tower (the original trains it, and NF4 costs it most: its
+#: inputs are pixels, not tokens) and the output head. Prefixes of transformers 5's module names
+#: ("model.visual.blocks.0.attn.qkv"); "visual" covers the older layout where it sits at the top.
+QUANTIZATION_SKIP = ("model.visual", "visual", "lm_head")
+
+
+def quantization_config(quantization: str | None, device, compute_dtype=None):
+    """The `BitsAndBytesConfig` for `quantization` ("4bit": NF4, double quantisation, computing in
+    `compute_dtype` (default: bf16/fp16 on CUDA by `resolve_dtype`, fp32 on CPU); "8bit": LLM.int8),
+    or None. The modules of `QUANTIZATION_SKIP` stay unquantised. Raises when bitsandbytes is missing."""
     if check_quantization(quantization) is None:
         return None
     if importlib.util.find_spec("bitsandbytes") is None:
@@ -282,11 +313,13 @@ def quantization_config(quantization: str | None, device):
     import torch
     from transformers import BitsAndBytesConfig
 
+    skip = list(QUANTIZATION_SKIP)
     if quantization == "4bit":
-        compute = resolve_dtype(None, device) if device.type == "cuda" else torch.float32
+        if compute_dtype is None:
+            compute_dtype = resolve_dtype(None, device) if device.type == "cuda" else torch.float32
         return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                                  bnb_4bit_compute_dtype=compute)
-    return BitsAndBytesConfig(load_in_8bit=True)
+                                  bnb_4bit_compute_dtype=compute_dtype, llm_int8_skip_modules=skip)
+    return BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=skip)
 
 
 def _settle_bnb_cpu_kernels(model, training: bool) -> int:
@@ -402,7 +435,8 @@ def load_policy(
 
     - `model_id_or_dir`: a hub id (`Qwen/Qwen2.5-VL-3B-Instruct`) or a local folder.
     - `quantization`: None, "4bit" (QLoRA's NF4 + double quantisation) or "8bit" (bitsandbytes).
-      Quantised models go through `peft.prepare_model_for_kbit_training` when they will be trained.
+      The vision tower and `lm_head` stay unquantised (`QUANTIZATION_SKIP`); a quantised model that
+      will be trained has its base weights frozen, in the dtype they were loaded in.
     - `lora`: True (default `LoraSettings()`: r 16 on the text decoder's q/k/v/o/gate/up/down),
       a `LoraSettings` or dict of its fields, or None/False for no adapter (full fine-tuning of the
       text model, or inference).
@@ -412,6 +446,7 @@ def load_policy(
     - `min_pixels` / `max_pixels`: the processor's resize bounds (GUI-R1's by default; None keeps
       the saved ones). The tokenizer pads on the left (batched generation).
     - `device`: None picks `cuda:$LOCAL_RANK` or CPU; `dtype`: None picks bf16/fp16 on CUDA, fp32 on CPU.
+      In fp16 the vision tower is kept in fp32 (its MLP overflows in fp16).
 
     Configuration errors (unknown quantisation, bitsandbytes missing, CUDA asked for but absent,
     lora together with adapter) are raised before anything is loaded.
@@ -419,13 +454,15 @@ def load_policy(
     settings = _adapter_settings(lora, adapter, train_vision)
     vision_trainable = bool(train_vision) if train_vision is not None else bool(settings and settings.train_vision)
     dev = resolve_device(device)
-    qconfig = quantization_config(quantization, dev)
     torch_dtype = resolve_dtype(dtype, dev)
+    qconfig = quantization_config(quantization, dev, torch_dtype if dev.type == "cuda" else None)
     source = _check_source(model_id_or_dir)
 
     cache_only = _cache_only(source)  # one probe for the processor and the weights
     processor = _load_processor(source, min_pixels, max_pixels, cache_only)
     model = _load_model(source, _model_kwargs(torch_dtype, dev, qconfig, attn_implementation, cache_only), cache_only)
+    if str(torch_dtype) == "torch.float16":
+        vision_tower(model).float()  # Qwen2.5-VL's vision MLP overflows in fp16; its output is cast back
 
     training = settings is not None or (adapter is not None and adapter_trainable)
     if quantization == "4bit" and dev.type == "cpu":
@@ -497,15 +534,22 @@ def _quiet_peft() -> Iterator[None]:
 
 
 def _prepare_for_training(model, *, quantized: bool, training: bool, gradient_checkpointing: bool):
-    """k-bit preparation for a quantised model that will be trained; else gradient checkpointing when asked."""
-    if quantized and training:
-        from peft import prepare_model_for_kbit_training
+    """What a model that will be trained needs before its adapter: every base weight frozen (a
+    quantised one cannot be trained), and gradient checkpointing (non-reentrant) when asked, with
+    input gradients so that checkpointed blocks see a tensor that needs grad.
 
-        with _quiet_peft():
-            return prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing,
-                                                   gradient_checkpointing_kwargs={"use_reentrant": False})
+    Not `peft.prepare_model_for_kbit_training`: it also casts every unquantised parameter to fp32
+    (the tied 151,936 x 2,048 embedding of the 3B model: +0.6 GB) and so makes the whole residual
+    stream fp32 (activations x2), which QLoRA does not need: the adapters are fp32 anyway."""
+    if quantized and training:
+        for p in model.parameters():
+            p.requires_grad_(False)
     if gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        # transformers 5.24 renamed it (and its keyword); the older name serves the releases before
+        if hasattr(model, "activation_checkpointing_enable"):
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.enable_input_require_grads()
     return model
 

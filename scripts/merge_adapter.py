@@ -3,7 +3,13 @@
 `AutoModelForImageTextToText.from_pretrained` (no PEFT needed at inference).
 
     python scripts/merge_adapter.py --base Qwen/Qwen2.5-VL-3B-Instruct --adapter runs/grpo/adapter \\
-        --out runs/grpo/merged [--dtype bfloat16]
+        --out runs/grpo/merged [--dtype bfloat16] [--dequantize]
+
+A QLoRA adapter (quantization: 4bit) was trained against the NF4-rounded base weights. Without
+--dequantize it is merged into the full-precision base, which differs slightly from the model that
+was trained; --dequantize loads the base in 4-bit as training did, dequantizes it and merges into
+those weights (needs bitsandbytes). To evaluate exactly what was trained, load the 4-bit base with
+the adapter instead of merging.
 
 The work is `gui_r1_lite.training.merge_adapter`; this file only reads the command line.
 """
@@ -23,16 +29,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder to write the merged model and processor into")
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
                     help="dtype of the merged weights (default float32)")
+    ap.add_argument("--dequantize", action="store_true",
+                    help="for a QLoRA adapter: merge into the dequantized NF4 base it was trained against, "
+                         "not the full-precision base (the default)")
     args = ap.parse_args(argv)
 
     from gui_r1_lite.training import merge_adapter
 
     try:
-        out = merge_adapter(args.base, args.adapter, args.out, dtype=args.dtype)
-    except (OSError, ValueError) as exc:
+        out = merge_adapter(args.base, args.adapter, args.out, dtype=args.dtype, dequantize=args.dequantize)
+    except (OSError, ValueError, ImportError) as exc:
         print(f"[merge] {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
-    print(f"[merge] wrote {out} ({args.base} + {args.adapter}, {args.dtype})")
+    base = f"{args.base} dequantized from NF4" if args.dequantize else args.base
+    print(f"[merge] wrote {out} ({base} + {args.adapter}, {args.dtype})")
     return 0
 
 

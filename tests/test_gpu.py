@@ -80,3 +80,23 @@ def test_predict_on_cuda(tiny_model_dir, tmp_path, quantization):
                          progress=False)
     _check_predictions(summary, out, 6)
     assert (summary["min_pixels"], summary["max_pixels"]) == (TINY_MIN_PIXELS, TINY_MAX_PIXELS)
+
+
+def test_qlora_on_cuda_keeps_precision_as_decided(tiny_model_dir):
+    # one bf16 decision (native only), the vision tower and lm_head out of NF4 (and out of fp16),
+    # and no fp32 upcast of the unquantised weights when the model is prepared for training
+    from gui_r1_lite.modeling import load_policy, native_bf16, vision_tower
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    assert native_bf16() == (torch.cuda.get_device_capability()[0] >= 8)
+    policy = load_policy(tiny_model_dir, "4bit", device="cuda", gradient_checkpointing=True,
+                         min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS)
+    model = policy.model
+    expected = torch.bfloat16 if native_bf16() else torch.float16
+    assert policy.dtype == expected
+    quantised = [n for n, m in model.named_modules() if type(m).__name__ == "Linear4bit"]
+    assert quantised and not any(".visual." in n or "lm_head" in n for n in quantised)
+    vision = {p.dtype for p in vision_tower(model).parameters()}
+    assert vision == ({torch.bfloat16} if native_bf16() else {torch.float32})
+    embed = model.get_base_model().model.language_model.embed_tokens.weight
+    assert embed.dtype == expected and not embed.requires_grad

@@ -126,9 +126,12 @@ RESOLVED = [
                        "output_dir": "runs/grpo_tiny_cpu", "gradient_accumulation_steps": 1}),
     ("sft_tiny_cpu", {**COMMON, **SFT, "learning_rate": 1e-3, "max_steps": 40, "save_steps": 20,
                       "per_device_train_batch_size": 4, "num_train_epochs": 1.0, "output_dir": "runs/sft_tiny_cpu"}),
-    ("grpo_qwen2_5_vl_3b_qlora", {**COMMON, **GRPO, "learning_rate": 1e-5, "max_steps": -1, "num_train_epochs": 1.0,
-                                  "per_device_train_batch_size": 5, "gradient_accumulation_steps": 2,
-                                  "save_steps": 50, "save_total_limit": 2}),
+    # chosen against the original's (see the recipe's comments): token-mean loss, no dropout, 4 prompts an
+    # update, a session-sized length with frequent checkpoints
+    ("grpo_qwen2_5_vl_3b_qlora", {**COMMON, **GRPO, "learning_rate": 1e-5, "max_steps": 40, "num_train_epochs": 1.0,
+                                  "per_device_train_batch_size": 5, "gradient_accumulation_steps": 4,
+                                  "save_steps": 5, "save_total_limit": 2, "loss_type": "dapo",
+                                  "disable_dropout": True, "steps_per_generation": 4, "num_iterations": 1}),
     ("sft_qwen2_5_vl_3b_qlora", {**COMMON, **SFT, "learning_rate": 1e-4, "per_device_train_batch_size": 4,
                                  "gradient_accumulation_steps": 4, "logging_steps": 5, "save_steps": 100}),
     ({**MINIATURE, "method": "grpo", "rewards": {"gui_r1": 1.0}, "per_device_train_batch_size": 16,

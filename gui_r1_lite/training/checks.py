@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from ..actions import COMPATS
-from ..modeling import QUANTIZATIONS
+from ..modeling import QUANTIZATIONS, native_bf16
 from ..runio import world_size
 from .config import METHODS, ConfigError, TrainConfig
 
@@ -75,8 +75,9 @@ def check_device(cfg: TrainConfig) -> None:
         raise ConfigError(NO_CUDA.format(torch=torch.__version__, cuda=torch.version.cuda or "none (a CPU build)"))
     if cfg.method == "grpo" and cfg.get("use_vllm") and not cuda:
         raise ConfigError("use_vllm needs a CUDA GPU (vLLM is CUDA-only); set use_vllm: false")
-    if cfg.get("bf16") and not (cuda and torch.cuda.is_bf16_supported()):
-        raise ConfigError("bf16: true needs a CUDA GPU with bf16 support; set bf16: null (auto)")
+    if cfg.get("bf16") and not native_bf16():
+        raise ConfigError("bf16: true needs a CUDA GPU with native bf16 (Ampere or newer; a T4 only emulates it); "
+                          "set bf16: null (auto: fp16 weights, an fp32 vision tower)")
 
 
 def check_steps(cfg: TrainConfig) -> None:

@@ -17,7 +17,7 @@ import yaml
 from ..actions import Compat
 from ..errors import UsageError
 from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
-from ..modeling import Quantization
+from ..modeling import Quantization, native_bf16
 
 Method = Literal["grpo", "sft"]
 METHODS: tuple[str, ...] = typing.get_args(Method)
@@ -167,15 +167,15 @@ class TrainConfig:
 
     def trainer_args(self):
         """TRL's `GRPOConfig` / `SFTConfig` of this run: our defaults, the recipe's TRL settings, and
-        what is derived from ours (CPU or not, bf16 when the GPU has it, the reward weights)."""
-        import torch
-
+        what is derived from ours (CPU or not, bf16 when the GPU has it natively, the reward weights)."""
         use_cpu = self.use_cpu()
         args = {**trl_defaults(self.method), **self.trl_args, "use_cpu": use_cpu,
                 # load_policy applies gradient checkpointing itself (k-bit preparation needs it there)
                 "activation_checkpointing": False}
         if args.get("bf16") is None:
-            args["bf16"] = not use_cpu and torch.cuda.is_bf16_supported()
+            # native bf16 only (`modeling.native_bf16`, the decision the load dtype follows too); without
+            # it the model itself is fp16 and no autocast runs, so the fp32 vision tower stays fp32
+            args["bf16"] = not use_cpu and native_bf16()
         if self.method == "grpo":
             from ..rewards import build_rewards
 
