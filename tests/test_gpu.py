@@ -18,8 +18,10 @@ EVAL_FILE = ROOT / "data_samples" / "test" / "miniwob_test.parquet"
 
 
 def _lora_and_base(model) -> tuple[dict, dict]:
-    lora = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
-    base = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" not in n}
+    """(the trainable LoRA weights, every frozen weight: the 4-bit base and TRL's reference adapter)."""
+    lora = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    base = {n: p.detach().clone() for n, p in model.named_parameters() if not p.requires_grad}
+    assert all("lora_" in n for n in lora), "a non-LoRA weight is trainable"
     return lora, base
 
 
@@ -30,37 +32,48 @@ def _check_predictions(summary: dict, out: Path, rows: int) -> None:
     assert (out / E.METRICS_JSON).exists() and (out / E.METRICS_MD).exists()
 
 
-def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_reward, monkeypatch):
-    from gui_r1_lite import modeling
+class _Snapshot:
+    """Takes the weights when training begins (after the trainer was built, so after any cast it
+    makes) and again when it ends: what training itself changed."""
 
-    seen = {}
-    original = modeling.load_policy
+    def callback(self):
+        from transformers import TrainerCallback
 
-    def spy(*args, **kw):
-        policy = original(*args, **kw)
-        seen["policy"] = policy
-        seen["before"] = _lora_and_base(policy.model)
-        return policy
-    monkeypatch.setattr(modeling, "load_policy", spy)
+        snap = self
+
+        class Take(TrainerCallback):
+            def on_train_begin(self, args, state, control, model=None, **kw):
+                snap.model, snap.begin = model, _lora_and_base(model)
+
+            def on_train_end(self, args, state, control, model=None, **kw):
+                snap.end = _lora_and_base(model)
+        return Take()
+
+
+def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_reward):
+    snap = _Snapshot()
     cfg = TrainConfig.from_dict(dict(
         train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=2, num_generations=4,
         per_device_train_batch_size=4, max_completion_length=12, learning_rate=5e-2, rewards={varying_reward: 1.0},
         quantization="4bit", device="cuda", min_pixels=3136, max_pixels=50176, logging_steps=1, save_steps=100))
-    result = train(cfg)
+    result = train(cfg, callbacks=[snap.callback()])
     assert result.global_step == 2
 
-    model = seen["policy"].model
-    assert seen["policy"].device.type == "cuda"
+    model = snap.model
     assert all(p.device.type == "cuda" for p in model.parameters())
     assert any(type(m).__name__ == "Linear4bit" for m in model.modules()), "the base model is not 4-bit"
-    lora0, base0 = seen["before"]
-    lora1, base1 = _lora_and_base(model)
-    assert lora0 and any(not torch.equal(lora0[n], lora1[n]) for n in lora0), "LoRA weights did not move"
+    (lora0, base0), (lora1, base1) = snap.begin, snap.end
+    assert lora0 and all(t.dtype == torch.float32 for t in lora1.values()), "LoRA weights are not fp32"
+    # compared with themselves at the start of training, not with a copy taken before the trainer cast them
+    changed = [n for n in lora0 if "lora_B" in n and not torch.equal(lora0[n], lora1[n])]
+    assert len(changed) == sum("lora_B" in n for n in lora0), "some lora_B weights never moved"
     assert all(torch.equal(base0[n], base1[n]) for n in base0), "base weights changed"
     assert [r["step"] for r in read_metrics(result.metrics_path) if "loss" in r] == [1, 2]
 
     # The adapter it saved loads over the 4-bit base on CUDA and generates through evaluate.
-    policy = original(result.base_model, "4bit", lora=None, adapter=result.adapter_dir, device="cuda",
+    from gui_r1_lite.modeling import load_policy
+
+    policy = load_policy(result.base_model, "4bit", lora=None, adapter=result.adapter_dir, device="cuda",
                       min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)
     out = tmp_path / "eval"
     summary = E.evaluate(toy_data, policy, out, batch_size=4, max_new_tokens=8, limit=4, progress=False)
