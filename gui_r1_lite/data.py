@@ -39,6 +39,9 @@ from .prompts import NO_HISTORY, build_messages
 HUB_DATASET = "ritzzai/GUI-R1"
 TRAIN_COLUMNS = ("image", "instruction", "history", "task_type", "gt_action", "gt_bbox", "gt_input_text", "id")
 BENCHMARK_COLUMNS = ("image", "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group", "ui_type")
+#: Benchmark files that need `ui_type`: ScreenSpot's table is per `group-ui_type`. The action
+#: benchmarks are scored per action, and some are published without the column.
+UI_TYPE_REQUIRED = ("screenspot_test", "screenspot_pro_test")
 #: Extra columns some releases carry; read into `Sample.extras`, never required.
 KNOWN_EXTRAS = ("verify_bbox", "success_rate", "scale", "platform", "task_type", "id")
 
@@ -111,6 +114,15 @@ class ValidationReport:
             lines.append(f"{f}: read {read}, kept {kept}, skipped {read - kept}")
             lines += _error_lines([e for e in self.errors if e.file == f], limit)
         return "\n".join(lines)
+
+    def empty_files(self) -> list[str]:
+        """The files that gave no usable row (unreadable, a required column missing, every row bad)."""
+        return [f for f in self.files if not self.kept_by_file.get(f)]
+
+    def skipped(self) -> dict:
+        """What was left out, as `metrics.json` counts it: rows skipped, by column at fault and by file."""
+        return {"rows": self.rows_skipped, "by_column": self.by_column(),
+                "by_file": {f: d["rows_skipped"] for f, d in self.by_file().items() if d["rows_skipped"]}}
 
     def to_dict(self) -> dict:
         return {"files": self.files, "rows_read": self.rows_read, "rows_kept": self.rows_kept,
@@ -417,10 +429,11 @@ def _validate_row(file: Path, i: int, rec: dict, schema: str,
     ), None
 
 
-def detect_schema(columns: Iterable[str]) -> str:
-    """`benchmark` for files with `group` and `ui_type` or without `task_type`, else `train`."""
+def detect_schema(columns: Iterable[str], stem: str | None = None) -> str:
+    """`benchmark` for a file named as one of GUI-R1's benchmarks (`stem`, e.g.
+    `androidcontrol_low_test`), with `group` and `ui_type`, or without `task_type`; else `train`."""
     cols = set(columns)
-    if {"group", "ui_type"} <= cols or "task_type" not in cols:
+    if stem in BENCHMARK_SPACES or {"group", "ui_type"} <= cols or "task_type" not in cols:
         return "benchmark"
     return "train"
 
@@ -437,7 +450,10 @@ def _read_table(file: Path) -> tuple[Any, RowError | None]:
 
 def _missing_columns(file: Path, table: Any, schema: str) -> RowError | None:
     columns = table.column_names
-    required = TRAIN_COLUMNS if schema == "train" else BENCHMARK_COLUMNS
+    if schema == "train":
+        required = TRAIN_COLUMNS
+    else:
+        required = tuple(c for c in BENCHMARK_COLUMNS if c != "ui_type" or file.stem in UI_TYPE_REQUIRED)
     missing = [c for c in required if c != "id" and c not in columns]
     if not missing:
         return None
@@ -472,7 +488,7 @@ def _load_file(file: Path, report: ValidationReport, *, strict: bool, schema: st
     name = str(file)
     report.files.append(name)
     table, error = _read_table(file)
-    file_schema = None if table is None else schema or detect_schema(table.column_names)
+    file_schema = None if table is None else schema or detect_schema(table.column_names, file.stem)
     error = error or _missing_columns(file, table, file_schema)
     read, samples = 0 if table is None else table.num_rows, []
     if error is None:
@@ -501,8 +517,9 @@ def load_gui_r1(source: str | os.PathLike, split: str | None = None, *, strict: 
                 schema: str | None = None, space: str | None = None, limit: int | None = None) -> Dataset:
     """Load GUI-R1 parquet rows into validated `Sample`s.
 
-    `schema` is `train` (normalised boxes, `task_type`) or `benchmark` (pixel boxes, `group`,
-    `ui_type`); by default each file's columns decide. `strict=True` raises `DataError` on the
+    `schema` is `train` (normalised boxes, `task_type`) or `benchmark` (pixel boxes, `group`, and
+    `ui_type` where ScreenSpot needs it: `UI_TYPE_REQUIRED`); by default each file's name and
+    columns decide (`detect_schema`). `strict=True` raises `DataError` on the
     first bad row or file; otherwise bad rows, and files that cannot be used at all (unreadable,
     a required column missing, normalised boxes where pixels belong), are skipped and listed in
     `Dataset.report` (`report.summary()` groups them by file and column).

@@ -4,8 +4,11 @@ model's frame back to the stored image's pixels, records appended to a resumable
 the metrics of `metrics.py` written as JSON and Markdown. The output folder's `run.json` records
 what made the predictions, so that a folder is only ever resumed by the run that began it.
 
-    python -m gui_r1_lite.evaluate --data FILE_OR_DIR (--model ID_OR_DIR [--adapter DIR]
-        [--quantization 4bit] | --baseline oracle|random) --out DIR [--limit N] [--overwrite] ...
+    python -m gui_r1_lite.evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
+        [--quantization 4bit] | --baseline oracle|random) --out DIR [--preset paper|fast] [--limit N] ...
+
+`--preset paper` predicts as the original's inference scripts do (`PRESETS`); `--suite DIR` runs
+every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`).
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from .runfolder import (
 from .runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 
 DEFAULT_MAX_NEW_TOKENS = 256
+DEFAULT_PRESET = "fast"
 PREDICTIONS = "predictions.jsonl"
 METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
@@ -82,6 +86,74 @@ SAMPLING_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 0, "top_p": 1.0,
 GREEDY_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
                                  "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "repetition_penalty": 1.0,
                                  "no_repeat_ngram_size": 0}
+
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Prediction settings under one name: the longest answer, the resize bounds of the screenshots
+    and the decoding. `temperature` 0 is greedy decoding (`generate` runs `do_sample=False`, where
+    `top_p` has no effect); `repetition_penalty` applies under greedy decoding too."""
+
+    name: str
+    max_new_tokens: int
+    min_pixels: int
+    max_pixels: int
+    repetition_penalty: float
+    temperature: float
+    top_p: float
+
+
+#: The presets, in one place. `paper`: the original's inference scripts (`guir1/inference/*.py`:
+#: vLLM `SamplingParams(temperature=0.0, top_p=0.001, repetition_penalty=1.05, max_tokens=1024)`;
+#: the model sees screenshots resized by `qwen_vl_utils.process_vision_info` within its default
+#: 3,136 to 12,845,056 pixels, near native; the ScreenSpot script's `processor.max_pixels = 2097152`
+#: is set on the processor it uses only to compute the scale back to the screenshot).
+#: `fast`: CPU work, as `evaluate` ran before presets (256 tokens, GUI-R1's 1.26 MP training frame).
+PRESETS: dict[str, Preset] = {
+    "paper": Preset("paper", max_new_tokens=1024, min_pixels=3_136, max_pixels=12_845_056, repetition_penalty=1.05,
+                    temperature=0.0, top_p=0.001),
+    "fast": Preset("fast", max_new_tokens=DEFAULT_MAX_NEW_TOKENS, min_pixels=GUI_R1_MIN_PIXELS,
+                   max_pixels=GUI_R1_MAX_PIXELS, repetition_penalty=1.0, temperature=0.0, top_p=1.0),
+}
+_PRESET_FIELDS = ("max_new_tokens", "min_pixels", "max_pixels", "repetition_penalty")
+
+
+def get_preset(preset: str | Preset) -> Preset:
+    """The preset called `preset` (`PRESETS`); a `UsageError` listing them for another name."""
+    if isinstance(preset, Preset):
+        return preset
+    try:
+        return PRESETS[preset]
+    except KeyError:
+        raise UsageError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}") from None
+
+
+def prediction_settings(preset: str | Preset | None, *, max_new_tokens: int | None = None,
+                        min_pixels: int | None = None, max_pixels: int | None = None,
+                        repetition_penalty: float | None = None) -> dict[str, Any]:
+    """The settings a run predicts with, as `run.json` and `metrics.json` record them: each value
+    given (not None) as it is, the others from `preset` (`PRESETS`), with the preset's name,
+    the names of its values that were `overridden`, and its decoding (`temperature`, `top_p`).
+
+    Without a preset only `max_new_tokens` gets a default (`DEFAULT_MAX_NEW_TOKENS`); the pixel
+    bounds left None are then the policy's processor's (`evaluate`), and `repetition_penalty` the
+    completer's own.
+
+    >>> s = prediction_settings("paper", max_new_tokens=48)
+    >>> s["max_new_tokens"], s["max_pixels"], s["repetition_penalty"], s["overridden"]
+    (48, 12845056, 1.05, ['max_new_tokens'])
+    """
+    given = {"max_new_tokens": max_new_tokens, "min_pixels": min_pixels, "max_pixels": max_pixels,
+             "repetition_penalty": repetition_penalty}
+    if preset is None:
+        out: dict[str, Any] = {"preset": None, **given, "temperature": None, "top_p": None, "overridden": []}
+        out["max_new_tokens"] = DEFAULT_MAX_NEW_TOKENS if max_new_tokens is None else max_new_tokens
+        return out
+    p = get_preset(preset)
+    values = {k: getattr(p, k) if given[k] is None else given[k] for k in _PRESET_FIELDS}
+    overridden = [k for k in _PRESET_FIELDS if given[k] is not None and given[k] != getattr(p, k)]
+    return {"preset": p.name, **values, "temperature": p.temperature, "top_p": p.top_p, "overridden": overridden}
 
 
 # --- what produces completions ---------------------------------------------------------------------
@@ -174,19 +246,34 @@ class ModelCompleter:
     `.processor` and `.device`), named `name` in the records (default: the policy's source).
     Greedy by default (evaluation); `do_sample=True` samples at `temperature` with nucleus `top_p`
     and draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO samples its
-    groups). No decoding setting comes from the model's own generation config (`generation_config`)."""
+    groups). `repetition_penalty` None means none (1.0) unless `evaluate`'s preset sets one (the
+    paper's is 1.05). No decoding setting comes from the model's own generation config."""
 
     def __init__(self, policy, name: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
-                 top_p: float = 1.0, num_return_sequences: int = 1):
+                 top_p: float = 1.0, num_return_sequences: int = 1, repetition_penalty: float | None = None):
         if num_return_sequences < 1:
             raise ValueError(f"num_return_sequences must be at least 1, got {num_return_sequences}")
         if num_return_sequences > 1 and not do_sample:
             raise ValueError("num_return_sequences > 1 needs do_sample=True (greedy answers are all the same)")
+        if repetition_penalty is not None and not repetition_penalty > 0:
+            raise ValueError(f"repetition_penalty must be positive (1.0: none), got {repetition_penalty}")
         self.policy = policy
         self.name = name or str(getattr(policy, "source", "") or "model")
         self.do_sample, self.temperature, self.top_p = do_sample, temperature, top_p
         self.num_return_sequences = num_return_sequences
+        self.repetition_penalty = repetition_penalty
         self._generation_config = None
+
+    @property
+    def penalty(self) -> float:
+        """The repetition penalty `generate` applies (1.0: none)."""
+        return 1.0 if self.repetition_penalty is None else float(self.repetition_penalty)
+
+    def with_repetition_penalty(self, value: float) -> ModelCompleter:
+        """A copy of this completer (same policy, name and sampling) with `repetition_penalty` `value`."""
+        return ModelCompleter(self.policy, self.name, do_sample=self.do_sample, temperature=self.temperature,
+                              top_p=self.top_p, num_return_sequences=self.num_return_sequences,
+                              repetition_penalty=value)
 
     def generation_config(self, max_new_tokens: int):
         """The `GenerationConfig` passed to `generate`: the model's special tokens, every decoding
@@ -196,7 +283,8 @@ class ModelCompleter:
         if self._generation_config is None:
             config = copy.deepcopy(self.policy.model.generation_config)
             fields = dict(SAMPLING_FIELDS, temperature=self.temperature, top_p=self.top_p) if self.do_sample \
-                else GREEDY_FIELDS
+                else dict(GREEDY_FIELDS)
+            fields["repetition_penalty"] = self.penalty
             for name, value in {**fields, "do_sample": self.do_sample, "num_beams": 1,
                                 "num_return_sequences": self.num_return_sequences}.items():
                 setattr(config, name, value)
@@ -241,11 +329,11 @@ class ModelCompleter:
                              [r.sample.id for r in rows], max_new_tokens)
 
     def identity(self) -> dict:
-        """The model, adapter, quantisation and sampling settings (`model_identity`); not the name."""
+        """The model, adapter, quantisation and decoding settings (`model_identity`); not the name."""
         p = self.policy
         return model_identity(p.source, getattr(p, "adapter", None), getattr(p, "quantization", None),
                               do_sample=self.do_sample, temperature=self.temperature, top_p=self.top_p,
-                              num_return_sequences=self.num_return_sequences)
+                              num_return_sequences=self.num_return_sequences, repetition_penalty=self.penalty)
 
 
 def as_completer(policy: Any, seed: int = 0) -> Completer:
@@ -298,10 +386,11 @@ def source_identity(source: str | os.PathLike) -> dict:
 
 def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None = None,
                    quantization: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
-                   top_p: float = 1.0, num_return_sequences: int = 1) -> dict:
+                   top_p: float = 1.0, num_return_sequences: int = 1, repetition_penalty: float = 1.0) -> dict:
     """What makes a model policy's answers: the model and adapter (`source_identity`), the
-    quantisation and `ModelCompleter`'s sampling settings (greedy by default)."""
-    generation: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_return_sequences}
+    quantisation and `ModelCompleter`'s decoding settings (greedy, no repetition penalty by default)."""
+    generation: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_return_sequences,
+                                  "repetition_penalty": float(repetition_penalty)}
     if do_sample:
         generation.update(temperature=temperature, top_p=top_p)
     return {"model": source_identity(model), "adapter": None if adapter is None else source_identity(adapter),
@@ -331,9 +420,21 @@ class Benchmark:
         return [{"samples": len(self.samples), "sha256": h.hexdigest()}]
 
     def require_rows(self) -> None:
-        """Raise `RunFailed` with the validation summary when no row is usable."""
+        """Raise `RunFailed` with the validation summary (file, row, column, why) when no row is
+        usable, or when one of the files gave none (a benchmark silently missing a file would
+        score something else)."""
         if not self.samples:
             raise RunFailed(f"nothing to evaluate in {self.name}: no row passed validation\n{self.report.summary()}")
+        empty = self.report.empty_files()
+        if empty:
+            raise RunFailed(f"{len(empty)} of {len(self.report.files)} file(s) in {self.name} gave no usable row "
+                            f"({', '.join(empty)}); fix or remove them\n{self.report.summary()}")
+
+
+def run_about(policy_name: str, bench: Benchmark, settings: dict) -> dict:
+    """What `run.json` notes beside the record it compares: the policy's name, the data files and
+    every prediction setting with the preset that chose it (`prediction_settings`)."""
+    return {"policy_name": policy_name, "data_files": [str(f) for f in bench.files], "settings": settings}
 
 
 def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max_pixels: int,
@@ -569,18 +670,43 @@ def check_settings(limit: int | None, min_pixels: int | None, max_pixels: int | 
 
 
 def _report_skipped(bench: Benchmark) -> dict:
-    """Print why rows were skipped (stderr) and return what metrics.json records of it."""
+    """Print why rows or files were skipped (stderr) and return what metrics.json records of it."""
     report = bench.report
-    if report.rows_skipped:
+    if report.rows_skipped or report.errors:
         print(f"[evaluate] {report.rows_skipped} row(s) skipped by validation:\n{report.summary()}", file=sys.stderr)
     return {"rows_read": report.rows_read, "rows_kept": report.rows_kept, "rows_skipped": report.rows_skipped,
             "skipped_by_column": report.by_column(), "summary": report.summary()}
 
 
+def resolve_completer(policy: Any, settings: dict, seed: int = 0) -> tuple[Completer, dict]:
+    """The completer for `policy` (`as_completer`) and `settings` (`prediction_settings`) made
+    whole: a `ModelCompleter` without a repetition penalty of its own gets the preset's; the pixel
+    bounds left None are the processor's for a model, GUI-R1's for a baseline. A preset's pixel
+    bounds that the policy's processor does not resize within are refused (`UsageError`): its
+    points would be read in another frame."""
+    completer = as_completer(policy, seed)
+    settings = dict(settings)
+    if isinstance(completer, ModelCompleter):
+        if completer.repetition_penalty is None and settings["repetition_penalty"] is not None:
+            completer = completer.with_repetition_penalty(settings["repetition_penalty"])
+        settings["repetition_penalty"] = completer.penalty
+        processor = processor_pixels(completer.policy.processor)
+        wanted = (settings["min_pixels"], settings["max_pixels"])
+        if settings["preset"] is not None and None not in processor and processor != wanted:
+            raise UsageError(f"the policy's processor resizes screenshots within {processor[0]}..{processor[1]} "
+                             f"pixels, the run asks {wanted[0]}..{wanted[1]} (preset {settings['preset']!r}): load "
+                             f"the policy with min_pixels={wanted[0]}, max_pixels={wanted[1]} "
+                             "(modeling.load_policy), or pass the processor's bounds")
+    else:
+        settings["repetition_penalty"] = settings["temperature"] = settings["top_p"] = None
+    settings["min_pixels"], settings["max_pixels"] = _pixels(completer, settings["min_pixels"], settings["max_pixels"])
+    return completer, settings
+
+
 def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
-             max_new_tokens: int | None = DEFAULT_MAX_NEW_TOKENS, compat: str = "official",
-             min_pixels: int | None = None, max_pixels: int | None = None, limit: int | None = None,
-             seed: int = 0, progress: bool = True, overwrite: bool = False) -> dict:
+             max_new_tokens: int | None = None, compat: str = "official", min_pixels: int | None = None,
+             max_pixels: int | None = None, limit: int | None = None, seed: int = 0, progress: bool = True,
+             overwrite: bool = False, preset: str | Preset | None = None) -> dict:
     """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
     `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` with the same arguments
     resumes (`run.json` records what made the folder, see `open_run_folder`).
@@ -592,39 +718,47 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
         out_dir: the output folder.
         benchmark: the name the metrics carry (default: the file's stem or the folder's name).
         batch_size: rows per call of the policy.
-        max_new_tokens: the longest completion generated.
-        compat: how completions are read: "official" (the original's rules) or "strict".
-        min_pixels: the lower resize bound (default: the processor's for a model, else GUI-R1's).
+        max_new_tokens: the longest completion generated (None: the preset's, else
+            `DEFAULT_MAX_NEW_TOKENS`).
+        compat: how completions are read and GR measured: "official" (the original's rules) or
+            "strict".
+        min_pixels: the lower resize bound (None: the preset's; without one the processor's for a
+            model, else GUI-R1's).
         max_pixels: the upper resize bound, likewise.
         limit: at most this many rows per file (None: all; below 1 is refused).
         seed: the random baseline's seed.
         progress: show a progress bar.
         overwrite: when `out_dir` holds predictions made otherwise, delete them and start fresh
             instead of refusing (`RunFolderMismatch`).
+        preset: "paper" or "fast" (`PRESETS`): the values above left None, and the repetition
+            penalty of a model policy that has none of its own, come from it.
 
     Returns:
-        The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows skipped by
-        validation (`skipped_rows`, and why: `validation`) and the pixel bounds; `per_file` is
-        added when the rows come from several files.
+        The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows and files
+        skipped by validation (`skipped`; `skipped_rows` and `validation` as before), the pixel
+        bounds, `max_new_tokens`, and every resolved value with the preset (`settings`);
+        `per_file` is added when the rows come from several files.
 
     Raises:
-        RunFailed: no row of `data` passed validation (the message holds the summary).
+        RunFailed: no row of `data`, or of one of its files, passed validation (the message
+            holds the summary).
     """
-    completer = as_completer(policy, seed)
-    lo, hi = _pixels(completer, min_pixels, max_pixels)
+    wanted = prediction_settings(preset, max_new_tokens=max_new_tokens, min_pixels=min_pixels, max_pixels=max_pixels)
+    completer, settings = resolve_completer(policy, wanted, seed)
+    lo, hi, tokens = settings["min_pixels"], settings["max_pixels"], settings["max_new_tokens"]
     check_settings(limit, lo, hi)
     bench = load_benchmark(data, limit)
     bench.require_rows()
     validation = _report_skipped(bench)
     rows = to_eval_rows(bench.samples, lo, hi)
-    made_by = run_record(bench, completer_identity(completer), compat, lo, hi, max_new_tokens, limit)
-    out = open_run_folder(out_dir, made_by, overwrite=overwrite,
-                          about={"policy_name": completer.name, "data_files": [str(f) for f in bench.files]})
-    records = predict(completer, rows, out / PREDICTIONS, batch_size, max_new_tokens, compat,
+    made_by = run_record(bench, completer_identity(completer), compat, lo, hi, tokens, limit)
+    out = open_run_folder(out_dir, made_by, overwrite=overwrite, about=run_about(completer.name, bench, settings))
+    records = predict(completer, rows, out / PREDICTIONS, batch_size, tokens, compat,
                       min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
     summary = summarize(records, benchmark or bench.name)
-    summary.update({"policy": completer.name, "compat": compat, "skipped_rows": bench.report.rows_skipped,
-                    "validation": validation, "min_pixels": lo, "max_pixels": hi, "max_new_tokens": max_new_tokens})
+    summary.update({"policy": completer.name, "compat": compat, "skipped": bench.report.skipped(),
+                    "skipped_rows": bench.report.rows_skipped, "validation": validation, "min_pixels": lo,
+                    "max_pixels": hi, "max_new_tokens": tokens, "preset": settings["preset"], "settings": settings})
     stems = sorted({r["benchmark"] for r in records})
     if len(stems) > 1:
         summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
@@ -639,7 +773,9 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="gui-r1-lite evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", required=True, help="benchmark parquet file or folder")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--data", help="benchmark parquet file or folder")
+    what.add_argument("--suite", help="folder of GUI-R1's benchmark files: each into OUT/<stem>/, one table")
     who = ap.add_mutually_exclusive_group(required=True)
     who.add_argument("--model", help="hub id or local model folder")
     who.add_argument("--baseline", choices=sorted(BASELINES))
@@ -648,10 +784,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--out", required=True, help="output folder (resumes a run there made with the same arguments)")
     ap.add_argument("--overwrite", action="store_true",
                     help="when --out holds predictions made otherwise, delete them and start fresh")
+    ap.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                    help=f"prediction settings: paper (the original's inference scripts) or fast; default "
+                         f"{DEFAULT_PRESET}; the flags below override it")
     ap.add_argument("--batch-size", type=int, default=4)
-    ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
-    ap.add_argument("--min-pixels", type=int, default=None, help=f"default {GUI_R1_MIN_PIXELS}")
-    ap.add_argument("--max-pixels", type=int, default=None, help=f"default {GUI_R1_MAX_PIXELS}")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: the preset's (paper 1024, fast 256)")
+    ap.add_argument("--min-pixels", type=int, default=None, help="default: the preset's (paper 3136, fast 262144)")
+    ap.add_argument("--max-pixels", type=int, default=None,
+                    help="default: the preset's (paper 12845056, fast 1258291)")
+    ap.add_argument("--repetition-penalty", type=float, default=None, help="default: the preset's (paper 1.05)")
     ap.add_argument("--limit", type=int, default=None, help="rows per file (default: all)")
     ap.add_argument("--compat", choices=COMPATS, default="official")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
@@ -660,38 +801,61 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.model is None and (args.adapter or args.quantization):
         ap.error("--adapter and --quantization need --model")
     for flag, value in (("--batch-size", args.batch_size), ("--max-new-tokens", args.max_new_tokens)):
-        if value < 1:
+        if value is not None and value < 1:
             raise UsageError(f"{flag} must be at least 1, got {value}")
-    args.min_pixels = args.min_pixels if args.min_pixels is not None else GUI_R1_MIN_PIXELS
-    args.max_pixels = args.max_pixels if args.max_pixels is not None else GUI_R1_MAX_PIXELS
-    check_settings(args.limit, args.min_pixels, args.max_pixels,
+    if args.repetition_penalty is not None and not args.repetition_penalty > 0:
+        raise UsageError(f"--repetition-penalty must be positive (1.0: none), got {args.repetition_penalty}")
+    args.settings = prediction_settings(args.preset or DEFAULT_PRESET, max_new_tokens=args.max_new_tokens,
+                                        min_pixels=args.min_pixels, max_pixels=args.max_pixels,
+                                        repetition_penalty=args.repetition_penalty)
+    check_settings(args.limit, args.settings["min_pixels"], args.settings["max_pixels"],
                    {"limit": "--limit", "min_pixels": "--min-pixels", "max_pixels": "--max-pixels"})
     return args
 
 
+def policy_from_args(args: argparse.Namespace) -> tuple[Completer | None, dict, str, dict]:
+    """The command line's policy before any model loads: the baseline (None for a model), the
+    identity its run folders record (`completer_identity`, `model_identity`), its name, and the
+    settings as `evaluate` will resolve them (`resolve_completer`)."""
+    if args.model is None:
+        baseline, settings = resolve_completer(make_baseline(args.baseline, args.seed), args.settings, args.seed)
+        return baseline, completer_identity(baseline), baseline.name, settings
+    identity = model_identity(args.model, args.adapter, args.quantization,
+                              repetition_penalty=args.settings["repetition_penalty"])
+    return None, identity, "+".join(filter(None, (args.model, args.adapter))), args.settings
+
+
+def load_model_completer(args: argparse.Namespace, name: str) -> ModelCompleter:
+    """The command line's model, loaded at the run's pixel bounds with its repetition penalty."""
+    from .modeling import load_policy
+
+    s = args.settings
+    policy = load_policy(args.model, quantization=args.quantization, lora=None, min_pixels=s["min_pixels"],
+                         max_pixels=s["max_pixels"], adapter=args.adapter, device=args.device)
+    return ModelCompleter(policy, name=name, repetition_penalty=s["repetition_penalty"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    """The command line: evaluate a model or a baseline on benchmark files and print the metrics.
-    Everything that can be checked without the model (flags, --out, the data, what the run folder
-    holds) is checked before the model loads."""
+    """The command line: evaluate a model or a baseline on benchmark files (or, with `--suite`,
+    on every GUI-R1 benchmark file of a folder) and print the metrics. Everything that can be
+    checked without the model (flags, --out, the data, what the run folder holds) is checked
+    before the model loads."""
     args = _parse_args(argv)
-    lo, hi = args.min_pixels, args.max_pixels
+    if args.suite is not None:
+        from .suite import suite_main
+
+        return suite_main(args)
     writable_folder(args.out, "--out")
     bench = load_benchmark(args.data, args.limit)
     bench.require_rows()
-    policy = make_baseline(args.baseline, args.seed) if args.model is None else None
-    identity = (completer_identity(policy) if policy is not None
-                else model_identity(args.model, args.adapter, args.quantization))
-    name = policy.name if policy is not None else "+".join(filter(None, (args.model, args.adapter)))
-    open_run_folder(args.out, run_record(bench, identity, args.compat, lo, hi, args.max_new_tokens, args.limit),
-                    overwrite=args.overwrite, about={"policy_name": name, "data_files": [str(f) for f in bench.files]})
-    if policy is None:
-        from .modeling import load_policy
-
-        policy = ModelCompleter(load_policy(args.model, quantization=args.quantization, lora=None,
-                                            min_pixels=lo, max_pixels=hi, adapter=args.adapter, device=args.device),
-                                name=name)
-    summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                       compat=args.compat, min_pixels=lo, max_pixels=hi, limit=args.limit, seed=args.seed)
+    policy, identity, name, s = policy_from_args(args)
+    made_by = run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"], s["max_new_tokens"],
+                         args.limit)
+    open_run_folder(args.out, made_by, overwrite=args.overwrite, about=run_about(name, bench, s))
+    policy = policy or load_model_completer(args, name)
+    summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat, limit=args.limit,
+                       seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],
+                       min_pixels=s["min_pixels"], max_pixels=s["max_pixels"])
     print(to_markdown(summary))
     print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
     return 0

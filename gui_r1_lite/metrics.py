@@ -5,8 +5,9 @@ metrics (Type / GR / SR) and our strict step success. Pure functions; no model, 
 Record fields: `group`, `ui_type`, `gt_action`, `gt_bbox` (stored-image pixels: 4 values
 x1, y1, x2, y2, 2 values x, y, or [-100, -100] for no target), `image_size` [W, H],
 `gt_input_text`, `pred_action`, `pred_coord` ([x, y] in stored-image pixels, or None),
-`pred_input_text`, `parse_error`. A prediction that could not be read at all has
-`pred_action` / `pred_coord` / `pred_input_text` None and misses every test it enters.
+`pred_input_text`, `parse_error`, `compat` (how it was read; it also picks GR's target, see
+`gr_target`). A prediction that could not be read at all has `pred_action` / `pred_coord` /
+`pred_input_text` None and misses every test it enters.
 """
 
 from __future__ import annotations
@@ -26,14 +27,43 @@ TEXT_F1_THRESHOLD = 0.5
 
 Record = Mapping[str, Any]
 
-#: The paper's headline figures for GUI-R1-3B (fractions), per benchmark file stem; for
-#: comparison tables only. ScreenSpot's is the web/desktop mean; ScreenSpot-Pro's the mean of
-#: its 12 columns (0.286 sample-weighted).
+#: The paper's GUI-R1-3B grounding table (fractions) per benchmark file stem and `group-ui_type`
+#: column: ScreenSpot's web and desktop columns (the table has no mobile one) and ScreenSpot-Pro's
+#: twelve. Source: the GUI-R1 paper (arXiv 2504.10458) as its repository's README shows it.
+PAPER_GUI_R1_3B_COLUMNS: dict[str, dict[str, float]] = {
+    "screenspot_test": {"web-text": 0.896, "web-icon": 0.721, "desktop-text": 0.938, "desktop-icon": 0.648},
+    "screenspot_pro_test": {"Dev-text": 0.338, "Dev-icon": 0.048, "Creative-text": 0.409, "Creative-icon": 0.056,
+                            "CAD-text": 0.264, "CAD-icon": 0.078, "Scientific-text": 0.618, "Scientific-icon": 0.173,
+                            "Office-text": 0.536, "Office-icon": 0.170, "OS-text": 0.281, "OS-icon": 0.056},
+}
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+#: The paper's headline figures for GUI-R1-3B (fractions) on all eight benchmarks, per file stem;
+#: for comparison tables only. Grounding is the mean of the columns above (ScreenSpot 0.801,
+#: ScreenSpot-Pro 0.252), not a figure pooled over rows; Type / GR / SR are the paper's low-level
+#: (GUIAct-Web, OmniAct-Web, OmniAct-Desktop, AndroidControl-Low) and high-level
+#: (AndroidControl-High, GUI-Odyssey) tables. Same source.
 PAPER_GUI_R1_3B: dict[str, dict[str, float]] = {
-    "screenspot_test": {"grounding": 0.801},
-    "screenspot_pro_test": {"grounding": 0.252},
-    "androidcontrol_low_test": {"type": 0.837, "gr": 0.816, "sr": 0.644},
-    "androidcontrol_high_test": {"type": 0.580, "gr": 0.562, "sr": 0.466},
+    "screenspot_test": {"grounding": _mean(PAPER_GUI_R1_3B_COLUMNS["screenspot_test"].values())},
+    "screenspot_pro_test": {"grounding": _mean(PAPER_GUI_R1_3B_COLUMNS["screenspot_pro_test"].values())},
+    "androidcontrol_low_test": {"type": 0.8368, "gr": 0.8159, "sr": 0.6441},
+    "androidcontrol_high_test": {"type": 0.5804, "gr": 0.5624, "sr": 0.4655},
+    "guiact_web_test": {"type": 0.8986, "gr": 0.8742, "sr": 0.7631},
+    "guiodyssey_test": {"type": 0.5484, "gr": 0.4152, "sr": 0.4133},
+    "omniact_web_test": {"type": 0.8858, "gr": 0.7510, "sr": 0.7508},
+    "omniact_desktop_test": {"type": 0.9186, "gr": 0.7837, "sr": 0.7831},
+}
+
+#: The point GR measures from, by compat. The original's `eval_omni.py` takes `gt_bbox[0]`,
+#: `gt_bbox[1]`: the point of a 2-value target, but the top-left corner of a 4-value box.
+GR_RULES: dict[str, str] = {
+    "official": "gt_bbox[0:2], the original's rule (a 4-value box's top-left corner)",
+    "strict": "the target's centre (a 4-value box's centre, a 2-value point itself)",
 }
 
 
@@ -62,18 +92,29 @@ def grounding_hit(record: Record) -> bool | None:
     return p is not None and point_in_box(p, box, inclusive=False)
 
 
-def gr_hit(record: Record) -> bool | None:
-    """The original's GR test (point within 0.14 normalised of the target; action not checked).
-    None when the ground-truth action is not a point action or has no target.
+def gr_target(record: Record) -> tuple[float, float] | None:
+    """The point GR measures from (`GR_RULES`), None without a target. With the record's `compat`
+    "official" (the default) the original's rule: the first two values of `gt_bbox`, which for a
+    4-value box are its top-left corner; with "strict" the target's centre (`geometry.target_point`),
+    so that a point anywhere in a small box passes, as it would against a stored point.
 
-    The original's action benchmarks store a point and GR takes the first two values of
-    `gt_bbox`. This project's benchmark files store 4-value boxes for click steps; there the
-    first two values are a corner, so the box centre (`geometry.target_point`) is the target
-    instead: a point anywhere in a small box then passes, as it would against the stored point.
+    >>> gr_target({"gt_bbox": [100, 40, 300, 60]}), gr_target({"gt_bbox": [100, 40, 300, 60], "compat": "strict"})
+    ((100.0, 40.0), (200.0, 50.0))
     """
+    box = _box(record)
+    if not has_target(box):
+        return None
+    if record.get("compat", "official") == "official":
+        return box[0], box[1]
+    return target_point(box)
+
+
+def gr_hit(record: Record) -> bool | None:
+    """The original's GR test (point within 0.14 normalised of `gr_target`; action not checked).
+    None when the ground-truth action is not a point action or has no target."""
     if record.get("gt_action") not in POINT_ACTIONS:
         return None
-    target = target_point(_box(record))
+    target = gr_target(record)
     if target is None:
         return None
     p = _coord(record)
@@ -179,7 +220,8 @@ def action_metrics(records: Iterable[Record]) -> dict | None:
 
     - `type`: exact action hits / all records;
     - `grounding` (GR): hits / records whose ground truth is a point action (click, long_press,
-      moveto, doubleclick, rightclick), point within 0.14 normalised of `geometry.target_point`;
+      moveto, doubleclick, rightclick), point within 0.14 normalised of `gr_target`; `gr_rule`
+      says which target that was (`GR_RULES`, by the records' compat);
     - `step_success` (SR): (GR hits + Text hits) / (GR records + Text records), where Text is
       F1 ≥ 0.5 on open_app / type / scroll / select; other actions are left out of SR;
     - `categories`: rates per `<group>-<gt_action>` (type), `<group>-<gt_action>-grounding`,
@@ -215,7 +257,15 @@ def action_metrics(records: Iterable[Record]) -> dict | None:
         "n_text": n_text,
         "categories": {k: hits[k] / totals[k] for k in keys},
         "counts": {k: {"hits": hits[k], "n": totals[k]} for k in keys},
+        "gr_rule": gr_rule(records),
     }
+
+
+def gr_rule(records: Iterable[Record]) -> str:
+    """Which GR target produced the records' figures (`GR_RULES`), by their compat."""
+    compats = sorted({str(r.get("compat", "official")) for r in records}) or ["official"]
+    return "; ".join(f"{c}: {GR_RULES.get(c, 'unknown compat')}" if len(compats) > 1 else GR_RULES.get(c, c)
+                     for c in compats)
 
 
 def parse_failures(records: Iterable[Record]) -> int:
@@ -245,8 +295,22 @@ def summarize(records: Iterable[Record], benchmark: str = "") -> dict:
     }
 
 
-def _pct(x: float | None) -> str:
+def percent(x: float | None) -> str:
+    """A fraction as a percentage with one decimal, "–" for None."""
     return "–" if x is None else f"{100 * x:.1f}"
+
+
+def paper_grounding(grounding: Mapping[str, Any] | None, stem: str) -> tuple[float | None, list[str]]:
+    """This run's grounding as the paper's table aggregates it: the mean of the accuracies of the
+    paper's columns (`PAPER_GUI_R1_3B_COLUMNS`, names compared case-insensitively) that the run
+    has, and those columns; (None, []) when it has none of them."""
+    if not grounding:
+        return None, []
+    groups = {k.lower(): v for k, v in grounding.get("groups", {}).items()}
+    used = [c for c in PAPER_GUI_R1_3B_COLUMNS.get(stem, {}) if c.lower() in groups]
+    if not used:
+        return None, []
+    return _mean(groups[c.lower()] for c in used), used
 
 
 def to_markdown(summary: Mapping[str, Any]) -> str:
@@ -257,19 +321,20 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
     if g:
         lines += ["## Grounding (point strictly inside the box)", "", "| group | n | accuracy % |", "|---|---:|---:|"]
         for k, v in g["groups"].items():
-            lines.append(f"| {k} | {g['counts'][k]['n']} | {_pct(v)} |")
-        lines += [f"| **overall** | {g['n']} | **{_pct(g['overall'])}** |", ""]
+            lines.append(f"| {k} | {g['counts'][k]['n']} | {percent(v)} |")
+        lines += [f"| **overall** | {g['n']} | **{percent(g['overall'])}** |", ""]
     a = summary.get("action")
     if a:
         lines += ["## Actions", "", "| metric | n | % |", "|---|---:|---:|",
-                  f"| Type | {a['n']} | {_pct(a['type'])} |",
-                  f"| GR (0.14 radius) | {a['n_grounding']} | {_pct(a['grounding'])} |",
-                  f"| SR (official) | {a['n_grounding'] + a['n_text']} | {_pct(a['step_success'])} |",
-                  f"| strict step success | {a['n']} | {_pct(a['strict_step_success'])} |", "",
+                  f"| Type | {a['n']} | {percent(a['type'])} |",
+                  f"| GR (0.14 radius) | {a['n_grounding']} | {percent(a['grounding'])} |",
+                  f"| SR (official) | {a['n_grounding'] + a['n_text']} | {percent(a['step_success'])} |",
+                  f"| strict step success | {a['n']} | {percent(a['strict_step_success'])} |", "",
+                  f"GR measured from {a.get('gr_rule') or GR_RULES['official']}.", "",
                   "| category | hits / n | % |", "|---|---:|---:|"]
         for k, v in a["categories"].items():
             c = a["counts"][k]
-            lines.append(f"| {k} | {c['hits']} / {c['n']} | {_pct(v)} |")
+            lines.append(f"| {k} | {c['hits']} / {c['n']} | {percent(v)} |")
         lines.append("")
     per_file = summary.get("per_file")
     if per_file:
@@ -277,8 +342,8 @@ def to_markdown(summary: Mapping[str, Any]) -> str:
                   "|---|---:|---:|---:|---:|---:|---:|---:|"]
         for name, s in per_file.items():
             g, a = s.get("grounding") or {}, s.get("action") or {}
-            lines.append(f"| {name} | {s['n']} | {s['parse_failures']} | {_pct(g.get('overall'))} | "
-                         f"{_pct(a.get('type'))} | {_pct(a.get('grounding'))} | {_pct(a.get('step_success'))} | "
-                         f"{_pct(a.get('strict_step_success'))} |")
+            figures = (g.get("overall"), a.get("type"), a.get("grounding"), a.get("step_success"),
+                       a.get("strict_step_success"))
+            lines.append(f"| {name} | {s['n']} | {s['parse_failures']} | " + " | ".join(map(percent, figures)) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -1,5 +1,6 @@
 """The main job: run the notebooks in order, headless (papermill), with one profile, and write
-`summary.json` (profile, versions, seconds per notebook, and what each notebook reported).
+`summary.json` (profile, versions, seconds per notebook, what each notebook reported, and the
+miniature's gain of SFT → GRPO over SFT and online success with their 95 % intervals).
 
     python -m gui_r1_lite.pipeline [--profile cpu-mini|gpu-3b] [--out DIR] [--from NN]
 
@@ -111,6 +112,7 @@ SUMMARY_FIELDS = {
                         "trained_model")),
     "miniature": ("04", ("miniature",)),
     "evaluation": ("05", ("policies",)),
+    "transfer": ("05", ("transfer",)),
 }
 
 
@@ -164,6 +166,42 @@ def top_level_summary(results: dict) -> dict:
     return out
 
 
+def miniature_result(run_dir: str | Path) -> dict | None:
+    """The miniature notebook 04 of the run in `run_dir` wrote (its `miniature.json`, found under
+    the notebook's folder), with its statistics (`stats`) computed afresh from its prediction files;
+    None when that notebook ran no miniature there."""
+    from .miniature import RESULT_FILE
+    from .miniature.report import study_statistics
+
+    folder = Path(run_dir) / "artifacts"
+    found = sorted(folder.glob(f"04_*/**/{RESULT_FILE}"), key=lambda p: len(p.parts)) if folder.is_dir() else []
+    if not found:
+        return None
+    study = read_json(found[0])
+    study["stats"] = study_statistics(study["predictions"], study.get("online"))
+    return study
+
+
+def _lean(value: dict) -> dict:
+    return {k: value[k] for k in ("mean", "ci95", "per_seed")}
+
+
+def miniature_summary(study: dict | None) -> dict:
+    """What summary.json reports of a miniature (`miniature_result`) besides its arms, as fractions:
+    `gain`, the gain of SFT → GRPO over the SFT arm it is compared with (`{"vs", "arm",
+    "click_accuracy"|"click_accuracy_parsed": {"mean", "ci95": [lo, hi], "per_seed"}, "mcnemar_p":
+    {seed: p}}`), and, when the run had online stages, `online` (`{arm: {"success": {"mean",
+    "ci95", "per_seed"}}}`)."""
+    st = (study or {}).get("stats") or {}
+    out: dict = {}
+    if st.get("gain"):
+        out["gain"] = {"vs": st["vs"], "arm": st["arm"], **{k: _lean(v) for k, v in st["gain"].items()},
+                       "mcnemar_p": {s: t["p_value"] for s, t in st["mcnemar"].items()}}
+    if st.get("online"):
+        out["online"] = {arm: {"success": _lean(v["success"])} for arm, v in st["online"].items()}
+    return out
+
+
 def check_start(start: int | None, notebooks_dir: Path = NOTEBOOKS, flag: str = "--from") -> None:
     """Refuse (`UsageError`) a start that is not the number of a notebook in `notebooks_dir`."""
     if start is None:
@@ -204,7 +242,8 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
 
     Returns:
         The summary: profile, versions, `status` ("ok"), seconds per notebook, each notebook's
-        results and the fields `top_level_summary` lifts from them.
+        results, the fields `top_level_summary` lifts from them and, after a miniature,
+        `gain` and `online` (`miniature_summary`).
 
     Raises:
         NotebookFailed: a notebook raised; `summary.json` then has `status` "failed" and `failed`
@@ -248,10 +287,20 @@ def _failure(src: Path, exc: BaseException) -> dict:
 
 def _reuse(src: Path, run_dir: Path, summary: dict) -> None:
     """Take the results of a notebook an earlier run wrote under `run_dir` (skipped with --from)."""
-    result = artifacts_dir(run_dir, src.stem, src.parent) / RESULT_FILE
-    if result.exists():
-        summary["results"][src.stem] = read_json(result)
-        summary.update(top_level_summary(summary["results"]))
+    _collect(src, artifacts_dir(run_dir, src.stem, src.parent) / RESULT_FILE, run_dir, summary)
+
+
+def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
+    """Record in `summary` what notebook `src` reported in `result` (when it wrote one); after
+    notebook 04, also the miniature's gain and online success (`miniature_summary`)."""
+    if not result.exists():
+        return
+    summary["results"][src.stem] = read_json(result)
+    summary.update(top_level_summary(summary["results"]))
+    if src.name.startswith("04_"):
+        for key in ("gain", "online"):
+            summary.pop(key, None)
+        summary.update(miniature_summary(miniature_result(run_dir)))
 
 
 def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_parameters: dict | None,
@@ -263,10 +312,7 @@ def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_param
     print(f"[pipeline] {src.name} ...", flush=True)
     seconds = run_notebook(src, run_dir / "notebooks" / src.name, params)
     summary["seconds"][src.stem] = round(seconds, 1)
-    result = out_dir / RESULT_FILE
-    if result.exists():
-        summary["results"][src.stem] = read_json(result)
-        summary.update(top_level_summary(summary["results"]))
+    _collect(src, out_dir / RESULT_FILE, run_dir, summary)
     print(f"[pipeline] {src.name} done in {seconds:.1f} s", flush=True)
 
 

@@ -32,9 +32,27 @@ class Profile:
     # recipe's GRPO run on the training data)
     grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
     experiment: str = "recipe"
+    # evaluation (notebook 05): the prediction preset (`evaluate.PRESETS`: "paper" predicts as the
+    # original's inference scripts), rows per benchmark file for model policies (0: all), and where
+    # the profile departs from its preset: its own answer length (None: the preset's) and its own
+    # pixel bounds (the model's frame) instead of the preset's
+    eval_preset: str = "paper"
+    eval_limit: int = 0
+    eval_max_new_tokens: int | None = None
+    eval_own_pixels: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def eval_settings(self, preset: str | None = None, max_new_tokens: int | None = None) -> dict:
+        """Notebook 05's prediction settings (`evaluate.prediction_settings`): the profile's preset
+        (or `preset`), with the profile's answer length (or `max_new_tokens`) and pixel bounds
+        where it sets them."""
+        from .evaluate import prediction_settings
+
+        pixels = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels} if self.eval_own_pixels else {}
+        tokens = max_new_tokens if max_new_tokens is not None else self.eval_max_new_tokens
+        return prediction_settings(preset or self.eval_preset, max_new_tokens=tokens, **pixels)
 
     def data_source(self, which: str, data_dir: str | None = None) -> str:
         """The profile's `train` or `eval` data; paths under `data_samples/` are taken from
@@ -55,14 +73,18 @@ PROFILES: dict[str, Profile] = {
         # A random-weight model solves nothing (every rate is 0), so a (0.1, 0.9) band would drop
         # every row; cpu-mini records the rates and keeps them all.
         difficulty_k=4, difficulty_band=(0.0, 1.0), balance_per_group=600,
-        grpo_recipe="configs/grpo_tiny_cpu.yaml", experiment="miniature"),
+        grpo_recipe="configs/grpo_tiny_cpu.yaml", experiment="miniature",
+        # a few short answers at the tiny model's own frame: the figures check the pipeline
+        eval_preset="fast", eval_limit=8, eval_max_new_tokens=48, eval_own_pixels=True),
     "gpu-3b": Profile(
         name="gpu-3b", model="Qwen/Qwen2.5-VL-3B-Instruct", quantization="4bit",
         train_data="ritzzai/GUI-R1", eval_data="ritzzai/GUI-R1",
         min_pixels=262_144, max_pixels=1_258_291,
         description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
         difficulty_k=5, difficulty_max_new_tokens=512, difficulty_band=(0.1, 0.9), balance_per_group=1000,
-        grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe"),
+        grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe",
+        # as the paper evaluates: every row, 1,024 tokens, near-native screenshots, greedy with penalty 1.05
+        eval_preset="paper", eval_limit=0),
 }
 
 

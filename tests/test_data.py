@@ -143,3 +143,45 @@ def test_every_shipped_file_loads_clean():
             if s.has_target and len(s.gt_bbox) == 4:
                 x1, y1, x2, y2 = s.gt_bbox
                 assert 0 <= x1 < x2 <= s.image_size[0] and 0 <= y1 < y2 <= s.image_size[1], (f, s.id)
+
+
+# --- benchmark files as published: ui_type only where ScreenSpot needs it ---------------------------
+
+def _benchmark_rows(n: int = 3, **over) -> list[dict]:
+    rows = [{"image": {"bytes": png(300, 600), "path": f"{i}.png"}, "instruction": f"step {i}", "history": "None",
+             "gt_action": "click", "gt_bbox": [40.0 + i, 80.0], "gt_input_text": "no input text",
+             "group": "android"} for i in range(n)]
+    for r in rows:
+        r.update(over)
+    return rows
+
+
+@pytest.mark.parametrize("extra", [{}, {"task_type": "high"}], ids=["plain", "with-task_type"])
+def test_an_action_benchmark_file_without_ui_type_loads_every_row(tmp_path, extra):
+    path = tmp_path / "androidcontrol_high_test.parquet"
+    pq.write_table(pa.Table.from_pylist(_benchmark_rows(**extra)), path)
+    ds = D.load_gui_r1(path)
+    assert len(ds) == 3 and ds.report.errors == []
+    s = ds[0]
+    assert s.schema == "benchmark" and s.space == "androidcontrol" and s.ui_type is None
+    assert s.gt_bbox == (40.0, 80.0)  # pixels, as the benchmark schema stores them
+
+
+def test_screenspot_without_ui_type_is_a_whole_file_error(tmp_path):
+    rows = _benchmark_rows(gt_bbox=[10.0, 20.0, 50.0, 60.0], group="web")
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "screenspot_test.parquet")
+    ds = D.load_gui_r1(tmp_path / "screenspot_test.parquet")
+    assert len(ds) == 0 and ds.report.rows_skipped == 3
+    assert "missing column(s) ['ui_type']" in str(ds.report.errors[0])
+
+
+def test_the_report_names_files_without_a_usable_row_and_counts_what_was_skipped(tmp_path, mixed_file):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "mixed.parquet").write_bytes(mixed_file.read_bytes())
+    (folder / "zz_broken.parquet").write_bytes(b"not parquet")
+    rep = D.load_gui_r1(folder).report
+    assert rep.empty_files() == [str(folder / "zz_broken.parquet")]
+    skipped = rep.skipped()
+    assert skipped["rows"] == len(BAD) and skipped["by_file"] == {str(folder / "mixed.parquet"): len(BAD)}
+    assert skipped["by_column"]["gt_bbox"] == 5 and sum(skipped["by_column"].values()) == len(BAD)

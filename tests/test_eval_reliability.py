@@ -193,6 +193,27 @@ def test_skipped_rows_are_explained_on_stderr_and_in_metrics(screenspot, tmp_pat
     assert "skipped 3" in err and "column 'gt_bbox': 3 rows (rows 0, 1, 2)" in err
     m = json.loads((tmp_path / "run" / E.METRICS_JSON).read_text())
     assert m["validation"]["skipped_by_column"] == {"gt_bbox": 3} and "outside" in m["validation"]["summary"]
+    assert m["skipped"] == {"rows": 3, "by_column": {"gt_bbox": 3}, "by_file": {str(bad): 3}}
+
+
+@pytest.mark.parametrize("broken, words", [
+    (b"not parquet", "not a readable parquet file"),
+    (None, "column 'gt_bbox': 8 rows"),
+], ids=["unreadable", "every-row-bad"])
+def test_a_file_of_a_folder_that_gives_no_row_fails_the_run_naming_it(screenspot, tmp_path, capsys, broken, words):
+    # before: the other files were scored and the run exited 0, one benchmark file short
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / screenspot.name).write_bytes(screenspot.read_bytes())
+    if broken is None:
+        _with_boxes(screenspot, folder / "broken.parquet", [5000.0, 5000.0, 6000.0, 6000.0])
+    else:
+        (folder / "broken.parquet").write_bytes(broken)
+    out = tmp_path / "run"
+    code, _, err = _cli(["evaluate", "--data", str(folder), "--baseline", "oracle", "--out", str(out), *PIXELS],
+                        capsys)
+    assert code == 1 and "1 of 2 file(s)" in err and "broken.parquet" in err and words in err
+    assert "Traceback" not in err and not (out / E.PREDICTIONS).exists()
 
 
 @pytest.mark.parametrize("flags, named", [

@@ -216,3 +216,94 @@ def test_cli_with_the_tiny_model(tiny_model_dir, bench_dir, tmp_path):
 def test_cli_refuses_adapter_without_model(tmp_path):
     with pytest.raises(SystemExit):
         E.main(["--data", "x", "--baseline", "oracle", "--adapter", "a", "--out", str(tmp_path)])
+
+
+# --- presets ----------------------------------------------------------------------------------------
+
+def test_the_paper_preset_is_the_original_inference_scripts():
+    # guir1/inference/*.py: SamplingParams(temperature=0.0, top_p=0.001, repetition_penalty=1.05,
+    # max_tokens=1024), the processor's default pixel range (3,136 to 12,845,056)
+    p = E.PRESETS["paper"]
+    assert (p.temperature, p.top_p, p.repetition_penalty, p.max_new_tokens) == (0.0, 0.001, 1.05, 1024)
+    assert (p.min_pixels, p.max_pixels) == (3_136, 12_845_056)
+    f = E.PRESETS["fast"]  # what evaluate did before presets existed
+    assert (f.max_new_tokens, f.min_pixels, f.max_pixels, f.repetition_penalty) == (256, 262_144, 1_258_291, 1.0)
+
+
+def test_explicit_values_override_a_preset_and_are_named():
+    s = E.prediction_settings("paper", max_new_tokens=48, min_pixels=3_136)
+    assert (s["max_new_tokens"], s["min_pixels"], s["max_pixels"]) == (48, 3_136, 12_845_056)
+    assert s["overridden"] == ["max_new_tokens"]  # a value equal to the preset's overrides nothing
+    none = E.prediction_settings(None)
+    assert none["preset"] is None and none["max_new_tokens"] == E.DEFAULT_MAX_NEW_TOKENS
+    assert none["min_pixels"] is none["max_pixels"] is none["repetition_penalty"] is None
+    from gui_r1_lite.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown preset 'papr'.*'fast', 'paper'"):
+        E.prediction_settings("papr")
+    import doctest
+
+    assert doctest.testmod(E).failed == 0
+
+
+def test_a_run_records_its_preset_and_every_resolved_value(bench_dir, tmp_path):
+    s = E.evaluate(bench_dir / "screenspot_test.parquet", "oracle", tmp_path, progress=False, preset="paper",
+                   max_new_tokens=32)
+    assert s["grounding"]["overall"] == 1.0
+    assert (s["preset"], s["max_new_tokens"], s["min_pixels"], s["max_pixels"]) == ("paper", 32, 3_136, 12_845_056)
+    assert s["settings"]["overridden"] == ["max_new_tokens"]
+    run = json.loads((tmp_path / E.RUN_FILE).read_text())
+    assert run["settings"] == s["settings"] and run["made_by"]["max_new_tokens"] == 32
+    assert json.loads((tmp_path / E.METRICS_JSON).read_text())["settings"] == s["settings"]
+
+
+def test_without_a_preset_a_run_predicts_as_before(bench_dir, tmp_path):
+    E.main(["--data", str(bench_dir / "screenspot_test.parquet"), "--baseline", "oracle", "--out", str(tmp_path)])
+    run = json.loads((tmp_path / E.RUN_FILE).read_text())
+    made = run["made_by"]
+    assert (made["max_new_tokens"], made["min_pixels"], made["max_pixels"]) == (256, 262_144, 1_258_291)
+    assert run["settings"]["preset"] == "fast" and run["settings"]["overridden"] == []
+
+
+def test_a_model_gets_the_presets_repetition_penalty_explicitly(tiny_inference_policy, bench_dir, tmp_path):
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    tiny = {"min_pixels": TINY_MIN_PIXELS, "max_pixels": TINY_MAX_PIXELS}
+    assert E.ModelCompleter(tiny_inference_policy).generation_config(8).repetition_penalty == 1.0
+    paper = E.prediction_settings("paper", **tiny)
+    completer, settings = E.resolve_completer(E.ModelCompleter(tiny_inference_policy), paper)
+    got = completer.generation_config(8)
+    assert (got.repetition_penalty, got.do_sample, got.num_beams) == (1.05, False, 1)
+    assert completer.identity()["generation"]["repetition_penalty"] == 1.05 and settings["repetition_penalty"] == 1.05
+    own, _ = E.resolve_completer(E.ModelCompleter(tiny_inference_policy, repetition_penalty=1.2), paper)
+    assert own.generation_config(8).repetition_penalty == 1.2  # the completer's own value is explicit too
+    s = E.evaluate(bench_dir / "screenspot_test.parquet", tiny_inference_policy, tmp_path, preset="paper",
+                   max_new_tokens=4, limit=2, progress=False, **tiny)
+    assert s["n"] == 2 and s["settings"]["repetition_penalty"] == 1.05
+    run = json.loads((tmp_path / E.RUN_FILE).read_text())
+    assert run["made_by"]["policy"]["generation"]["repetition_penalty"] == 1.05
+
+
+def test_a_preset_the_policys_processor_does_not_resize_within_is_refused(tiny_inference_policy, bench_dir,
+                                                                          tmp_path):
+    from gui_r1_lite.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"min_pixels=3136, max_pixels=12845056 \(modeling.load_policy\)"):
+        E.evaluate(bench_dir / "screenspot_test.parquet", tiny_inference_policy, tmp_path, preset="paper",
+                   progress=False)
+    assert not (tmp_path / E.PREDICTIONS).exists()
+
+
+def test_the_gpu_profile_evaluates_as_the_paper_and_cpu_mini_stays_small():
+    from gui_r1_lite.profiles import get_profile
+
+    gpu = get_profile("gpu-3b")
+    assert gpu.eval_limit == 0  # every row, as the paper
+    s = gpu.eval_settings()
+    assert (s["preset"], s["max_new_tokens"], s["min_pixels"], s["max_pixels"], s["repetition_penalty"]) == \
+        ("paper", 1024, 3_136, 12_845_056, 1.05)
+    mini = get_profile("cpu-mini")
+    m = mini.eval_settings()
+    assert mini.eval_limit == 8 and (m["preset"], m["max_new_tokens"]) == ("fast", 48)
+    assert (m["min_pixels"], m["max_pixels"]) == (mini.min_pixels, mini.max_pixels)  # the tiny model's frame
+    assert gpu.eval_settings("fast", 64)["max_new_tokens"] == 64  # a notebook parameter overrides

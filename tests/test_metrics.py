@@ -69,11 +69,34 @@ def test_gr_radius_is_normalised_per_axis(point, hit):
     assert M.gr_hit(r) is hit
 
 
-def test_gr_uses_the_box_centre_for_four_value_boxes():
+def test_strict_gr_uses_the_box_centre_for_four_value_boxes():
     box = (100, 100, 200, 200)  # centre (150, 150) in a 1000 x 1000 image
-    assert M.gr_hit(rec(gt_bbox=box, pred_coord=(289, 150))) is True   # outside the box, 0.139 away
-    assert M.gr_hit(rec(gt_bbox=box, pred_coord=(290, 150))) is False  # 0.14 away
-    assert M.gr_hit(rec(gt_bbox=box, pred_coord=(101, 101))) is True
+    assert M.gr_hit({**rec(gt_bbox=box, pred_coord=(289, 150)), "compat": "strict"}) is True   # 0.139 away
+    assert M.gr_hit({**rec(gt_bbox=box, pred_coord=(290, 150)), "compat": "strict"}) is False  # 0.14 away
+    assert M.gr_hit({**rec(gt_bbox=box, pred_coord=(101, 101)), "compat": "strict"}) is True
+
+
+@pytest.mark.parametrize("point, official, strict", [
+    # a wide box (100, 100)-(500, 140) in a 1000 x 1000 image: official target (100, 100), strict (300, 120)
+    ((300, 120), False, True),    # the centre: dx 0.2 from the corner (0.04 > 0.0196); 0 from the centre
+    ((95, 110), True, False),     # outside the box near its corner: 0.005² + 0.01²; 0.205 from the centre
+    ((200, 110), True, True),     # 0.1² + 0.01² = 0.0101 from the corner; 0.1² + 0.01² from the centre
+    ((239, 100), True, True),     # dx 0.139 from the corner; 0.061² + 0.02² = 0.0041 from the centre
+    ((439, 120), False, True),    # 0.339² + 0.02² from the corner; dx 0.139 from the centre
+    ((700, 500), False, False),
+])
+def test_official_gr_measures_from_the_first_two_values_strict_from_the_centre(point, official, strict):
+    r = rec(gt_bbox=(100, 100, 500, 140), pred_coord=point)
+    assert M.gr_target(r) == (100.0, 100.0) and M.gr_target({**r, "compat": "strict"}) == (300.0, 120.0)
+    assert M.gr_hit({**r, "compat": "official"}) is official
+    assert M.gr_hit(r) is official  # a record without compat is read as evaluate's default, official
+    assert M.gr_hit({**r, "compat": "strict"}) is strict
+
+
+def test_the_two_gr_rules_agree_on_a_two_value_point():
+    for point in ((500, 250), (600, 300), (639, 250)):
+        r = rec(gt_action="long_press", gt_bbox=(500, 250), pred_coord=point, image_size=(1000, 500))
+        assert M.gr_hit({**r, "compat": "official"}) is M.gr_hit({**r, "compat": "strict"})
 
 
 def test_gr_does_not_need_the_action_and_applies_to_point_actions_only():
@@ -210,6 +233,43 @@ def test_summary_and_markdown():
     md = M.to_markdown(s)
     assert md.startswith("# androidcontrol_low_test")
     assert "| SR (official) | 5 |" in md and "| android-type-text | 1 / 1 | 100.0 |" in md
+    assert "GR measured from gt_bbox[0:2], the original's rule" in md  # which rule produced the figures
+    strict = M.to_markdown(M.summarize([{**r, "compat": "strict"} for r in android_records()]))
+    assert "GR measured from the target's centre" in strict
     assert M.summarize([], "empty") == {"benchmark": "empty", "n": 0, "parse_failures": 0,
                                         "grounding": None, "action": None}
     assert "rows: 0" in M.to_markdown(M.summarize([], "empty"))
+
+
+# --- the paper's figures ----------------------------------------------------------------------------
+
+def test_the_papers_figures_cover_all_eight_benchmarks():
+    from gui_r1_lite.actions import BENCHMARK_SPACES
+
+    assert set(M.PAPER_GUI_R1_3B) == set(BENCHMARK_SPACES)
+    for stem, figures in M.PAPER_GUI_R1_3B.items():
+        assert set(figures) in ({"grounding"}, {"type", "gr", "sr"}), stem
+        assert all(0 < v < 1 for v in figures.values()), stem
+    # the ScreenSpot figures are the means of the paper's columns: 80.1 (web and desktop) and 25.2 (12 columns)
+    assert M.PAPER_GUI_R1_3B["screenspot_test"]["grounding"] == pytest.approx(0.80075)
+    assert M.PAPER_GUI_R1_3B["screenspot_pro_test"]["grounding"] == pytest.approx(0.25225)
+    assert len(M.PAPER_GUI_R1_3B_COLUMNS["screenspot_pro_test"]) == 12
+
+
+def test_paper_grounding_averages_the_papers_columns_the_run_has():
+    g = M.grounding_metrics([rec(group="web", ui_type="text"), rec(group="web", ui_type="text"),
+                             rec(group="web", ui_type="icon", pred_coord=(0, 0)),
+                             rec(group="mobile", ui_type="text")])  # mobile: not a column of the paper's table
+    assert g["overall"] == 0.75
+    value, used = M.paper_grounding(g, "screenspot_test")
+    assert used == ["web-text", "web-icon"] and value == 0.5  # (1.0 + 0.0) / 2, not pooled
+    pro = M.grounding_metrics([rec(group="cad", ui_type="icon")])
+    assert M.paper_grounding(pro, "screenspot_pro_test") == (1.0, ["CAD-icon"])  # names compared case-insensitively
+    assert M.paper_grounding(g, "guiodyssey_test") == (None, []) and M.paper_grounding(None, "screenspot_test") == (
+        None, [])
+
+
+def test_docstring_examples():
+    import doctest
+
+    assert doctest.testmod(M).failed == 0

@@ -47,7 +47,28 @@ def check_summary(run) -> None:
             assert len(v["per_seed"]) == 3 and all(0.0 <= x <= 1.0 for x in v["per_seed"]), (arm, metric)
     details = summary["results"]["04_grpo_training"]["miniature_details"]
     assert details["n_heldout"] >= 200
+    check_gain_and_online(summary, details)
+    if details["settings"]["tasks"]:  # notebook 05 scored the trained arms on the tasks outside the mix
+        assert set(summary["transfer"]) == {"warm", "sft", "sft_grpo"}
     policies = summary["evaluation"]  # policy -> benchmark file -> metrics
     assert {"oracle", "random", "base", "trained"} <= set(policies)
     for per_file in policies["oracle"].values():
         assert per_file["action"]["strict_step_success"] == 1.0
+
+
+def check_gain_and_online(summary: dict, details: dict) -> None:
+    """The gain of SFT → GRPO over SFT with its interval, consistent with the arms' per-seed figures;
+    online success per arm (fractions, with intervals) exactly when the run had online stages."""
+    mini, gain = summary["miniature"], summary["gain"]
+    assert gain["vs"] == "sft" and gain["arm"] == "sft_grpo"
+    for key in ("click_accuracy", "click_accuracy_parsed"):
+        lo, hi = gain[key]["ci95"]
+        assert -1.0 <= lo <= gain[key]["mean"] <= hi <= 1.0, (key, gain[key])
+    paired = [b - a for a, b in zip(mini["sft"]["click_accuracy"]["per_seed"],
+                                    mini["sft_grpo"]["click_accuracy"]["per_seed"], strict=True)]
+    assert gain["click_accuracy"]["per_seed"] == pytest.approx(paired)
+    assert set(gain["mcnemar_p"]) == {str(s) for s in details["seeds"]}
+    assert ("online" in summary) == bool(details["settings"].get("online_episodes"))
+    for arm, value in summary.get("online", {}).items():
+        lo, hi = value["success"]["ci95"]
+        assert 0.0 <= lo <= value["success"]["mean"] <= hi <= 1.0, (arm, value)

@@ -1,11 +1,19 @@
-"""What a miniature run reports: each arm's metrics over seeds (mean, sample std, per seed), the
-arms alone as `summary.json` holds them, and the Markdown table."""
+"""What a miniature run reports: each arm's metrics over seeds, the statistics of the comparison
+read from the prediction files (`stats`: intervals, paired gains, McNemar, per task, online success),
+the arms alone as `summary.json` holds them, and the Markdown tables."""
 
 from __future__ import annotations
 
+import os
 import statistics
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+from ..errors import UsageError
+from . import stats
+from .splits import select_rows, task_of
 
 ARMS: tuple[str, ...] = ("random", "sft", "sft_grpo")
 #: The SFT warm start both trained arms begin from, scored as a reference beside the arms.
@@ -13,6 +21,10 @@ WARM = "warm"
 METRICS: tuple[str, ...] = ("format_rate", "click_accuracy", "strict_step_success")
 METRIC_NAMES = {"format_rate": "format rate %", "click_accuracy": "click accuracy %",
                 "strict_step_success": "strict step success %"}
+#: The comparison the study is about: the gain of `GAIN_ARM` over `GAIN_VS` (the SFT continuation).
+GAIN_ARM, GAIN_VS = "sft_grpo", "sft"
+#: Click accuracy on every row with a click target, and on those of them whose answer parsed.
+CLICK_KEYS = ("click_accuracy", "click_accuracy_parsed")
 
 
 def aggregate(values: Sequence[float]) -> dict[str, Any]:
@@ -31,7 +43,8 @@ def mean_or_none(values: Iterable[float | None]) -> float | None:
 
 def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
     """The seeds' results (`runner.run_seed` outputs, by seed) as one: every arm's and the warm
-    start's metrics over seeds, per-task click accuracy, and each seed's compute, folders and seconds."""
+    start's metrics over seeds, per-task click accuracy, each seed's compute, folders, seconds and
+    (when it ran online stages) online results, and the statistics of the comparison (`stats`)."""
     seeds = list(per_seed)
     result: dict[str, Any] = {arm: {m: aggregate([per_seed[s]["metrics"][arm][m] for s in seeds]) for m in METRICS}
                               for arm in ARMS}
@@ -46,9 +59,75 @@ def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
     })
     for key in ("compute", "runs", "models", "predictions", "seconds"):
         result[key] = {str(s): per_seed[s][key] for s in seeds}
+    if any(per_seed[s].get("online") for s in seeds):
+        result["online"] = {str(s): per_seed[s].get("online") or {} for s in seeds}
     result["seconds_total"] = round(sum(sum(per_seed[s]["seconds"].values()) for s in seeds), 2)
     result["skipped_stages"] = {str(s): per_seed[s]["skipped"] for s in seeds}
+    result["stats"] = study_statistics(result["predictions"], result.get("online"))
     return result
+
+
+def read_click_rows(eval_folder: str | os.PathLike) -> list[stats.ClickRow]:
+    """The click rows (`stats.click_rows`) of an evaluation folder's predictions file."""
+    from ..evaluate import PREDICTIONS, read_records
+
+    return stats.click_rows(read_records(Path(eval_folder) / PREDICTIONS))
+
+
+def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mapping[Any, Mapping] | None = None,
+                     vs: str = GAIN_VS, arm: str = GAIN_ARM, n_boot: int = stats.N_BOOT,
+                     seed: int = stats.BOOT_SEED) -> dict[str, Any]:
+    """The statistics of a miniature run, from its files.
+
+    Args:
+        predictions: `{seed: {arm: evaluation folder}}` (`combine_seeds`' "predictions"); each
+            folder's `predictions.jsonl` is read.
+        online: `{seed: {arm: online.json object}}` of the online stages, if any ran.
+        vs, arm: the gain reported is `arm`'s click accuracy minus `vs`'s.
+        n_boot, seed: bootstrap draws and the generator's seed.
+
+    Returns:
+        `vs`, `arm`, `seeds`, `n_boot`; `gain`: `{"click_accuracy"|"click_accuracy_parsed": {"mean",
+        "ci95", "per_seed"}}`; `mcnemar`: each seed's exact test of `vs` against `arm` (`stats.mcnemar`);
+        `arms`: every scored arm's click accuracy on all and on parsed rows with intervals, its click
+        rows per seed and the share of them that parsed; `per_task`: per arm, `stats.per_task`; and,
+        with `online`, `online`: `{arm: {"success": {"mean", "ci95", "per_seed", "episodes"}}}`.
+    """
+    seeds = sorted(int(s) for s in predictions)
+    folders = {int(s): f for s, f in predictions.items()}
+    scored = [a for a in (*ARMS, WARM) if all(a in folders[s] for s in seeds)]
+    rows = {a: {s: read_click_rows(folders[s][a]) for s in seeds} for a in scored}
+    out: dict[str, Any] = {"vs": vs, "arm": arm, "seeds": seeds, "n_boot": n_boot}
+    if vs in rows and arm in rows:
+        out["gain"] = {key: stats.bootstrap_gain(rows[vs], rows[arm], key.endswith("_parsed"), n_boot, seed)
+                       for key in CLICK_KEYS}
+        out["mcnemar"] = {str(s): stats.mcnemar(rows[vs][s], rows[arm][s]) for s in seeds}
+    out["arms"] = {a: _arm_statistics(rows[a], n_boot, seed) for a in scored}
+    out["per_task"] = {a: stats.per_task(rows[a]) for a in scored}
+    if online:
+        out["online"] = online_statistics(online, n_boot, seed)
+    return out
+
+
+def _arm_statistics(rows: Mapping[int, Sequence[stats.ClickRow]], n_boot: int, seed: int) -> dict[str, Any]:
+    """One arm's click accuracy on all rows and on parsed rows with intervals, its click rows per
+    seed and the share of them whose answer parsed."""
+    out: dict[str, Any] = {key: stats.bootstrap_accuracy(rows, key.endswith("_parsed"), n_boot, seed)
+                           for key in CLICK_KEYS}
+    n = sum(len(r) for r in rows.values())
+    out["click_rows"] = [len(r) for r in rows.values()]
+    out["parsed_share"] = sum(row.parsed for r in rows.values() for row in r) / n if n else None
+    return out
+
+
+def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int = stats.N_BOOT,
+                      seed: int = stats.BOOT_SEED) -> dict[str, dict]:
+    """`{arm: {"success": stats.bootstrap_success(...)}}` for every arm with an online result on
+    every seed (`online`: `{seed: {arm: online.json object}}`)."""
+    seeds = sorted(online, key=int)
+    arms = [a for a in (*ARMS, WARM) if all(a in (online[s] or {}) for s in seeds)]
+    return {a: {"success": stats.bootstrap_success({int(s): stats.online_counts(online[s][a]) for s in seeds},
+                                                   n_boot, seed)} for a in arms}
 
 
 def arm_results(result: dict) -> dict:
@@ -57,14 +136,116 @@ def arm_results(result: dict) -> dict:
     return {arm: result[arm] for arm in ARMS}
 
 
+def _pct(v: float | None, signed: bool = False) -> str:
+    return "–" if v is None else f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
+
+
+def _with_interval(value: Mapping | None, signed: bool = False) -> str:
+    """`mean [lo, hi]` in percent (points when `signed`), or `–`."""
+    if not value or value.get("mean") is None:
+        return "–"
+    ci = value.get("ci95")
+    return _pct(value["mean"], signed) + (f" [{_pct(ci[0], signed)}, {_pct(ci[1], signed)}]" if ci else "")
+
+
 def miniature_table(result: dict) -> str:
-    """A Markdown table of `run_miniature`'s result: arm x metric, mean ± std in percent."""
-    lines = [f"| arm | {' | '.join(METRIC_NAMES[m] for m in METRICS)} |", "|---|" + "---:|" * len(METRICS)]
+    """A Markdown table of `run_miniature`'s result, one row per arm: format rate, click accuracy on
+    all rows and on parsed rows with their 95 % intervals, strict step success and, when the run
+    went online, closed-loop success; then the gain of SFT → GRPO over SFT with its interval, each
+    seed's paired difference and McNemar test, and what the figures are over."""
+    st = result.get("stats") or {}
+    arms, online = st.get("arms") or {}, st.get("online") or {}
+    heads = ["arm", "format rate %", "click accuracy % [95 % CI]", "click accuracy on parsed rows % [95 % CI]",
+             "strict step success %"] + (["online success % [95 % CI]"] if online else [])
+    lines = [f"| {' | '.join(heads)} |", "|---|" + "---:|" * (len(heads) - 1)]
     for arm in ARMS:
-        cells = [f"{100 * result[arm][m]['mean']:.1f} ± {100 * result[arm][m]['std']:.1f}" for m in METRICS]
+        click = arms.get(arm) or {}
+        cells = [_pct(result[arm]["format_rate"]["mean"]),
+                 _with_interval(click.get("click_accuracy") or result[arm]["click_accuracy"]),
+                 _with_interval(click.get("click_accuracy_parsed")),
+                 _pct(result[arm]["strict_step_success"]["mean"])]
+        cells += [_with_interval((online.get(arm) or {}).get("success"))] if online else []
         lines.append(f"| {arm} | {' | '.join(cells)} |")
-    seeds = result.get("seeds")
-    if seeds is not None:
-        lines += ["", f"mean ± std over seeds {', '.join(map(str, seeds))}; "
-                      f"n = {result.get('n_heldout')} evaluation rows"]
+    return "\n".join(lines + [""] + _gain_lines(st) + [_table_note(result, st)])
+
+
+def _gain_lines(st: Mapping) -> list[str]:
+    """The gain's sentences (none when the run has no gain to report)."""
+    gain = st.get("gain")
+    if not gain:
+        return []
+    vs, arm, seeds = st["vs"], st["arm"], gain["click_accuracy"]["seeds"]
+    per_seed = ", ".join(f"seed {s} {_pct(v, True)}" for s, v in zip(seeds, gain["click_accuracy"]["per_seed"],
+                                                                       strict=True))
+    tests = ", ".join(f"seed {s} p = {t['p_value']:.3g} ({t['only_a']} rows hit by {vs} only, {t['only_b']} by "
+                      f"{arm} only)" for s, t in ((s, st["mcnemar"][str(s)]) for s in seeds))
+    return [f"gain of {arm} over {vs}, click accuracy: {_with_interval(gain['click_accuracy'], True)} points "
+            f"(paired, per seed: {per_seed}); on each arm's parsed rows: "
+            f"{_with_interval(gain['click_accuracy_parsed'], True)} points",
+            f"McNemar exact test on each seed's held-out click rows: {tests}"]
+
+
+def _table_note(result: Mapping, st: Mapping) -> str:
+    """What the table's figures are means and intervals over."""
+    seeds = result.get("seeds") or st.get("seeds") or []
+    note = (f"means over seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}; "
+            f"n = {result.get('n_heldout')} evaluation rows")
+    if st.get("arms"):
+        rows = next(iter(st["arms"].values()))["click_rows"]
+        note += (f", {rows[0] if len(set(rows)) == 1 else rows} with a click target; [lo, hi]: 95 % bootstrap "
+                 f"interval drawing seeds, then held-out episodes, with replacement ({st['n_boot']:,} draws)")
+    return note
+
+
+def per_task_table(result: dict) -> str:
+    """A Markdown table of click accuracy per task (mean over seeds, %) for every scored arm, with
+    each task's held-out rows that have a click target and the episodes they come from."""
+    per_task = (result.get("stats") or {}).get("per_task")
+    if not per_task:
+        return "(no per-task statistics: the run's predictions were not read)"
+    arms = list(per_task)
+    tasks = sorted({t for a in arms for t in per_task[a]})
+    lines = [f"| task | click rows | episodes | {' | '.join(f'{a} %' for a in arms)} |",
+             "|---|" + "---:|" * (2 + len(arms))]
+    for t in tasks:
+        first = next(per_task[a][t] for a in arms if t in per_task[a])
+        cells = [_pct((per_task[a].get(t) or {}).get("accuracy")) for a in arms]
+        lines.append(f"| {t} | {first['rows']} | {first['episodes']} | {' | '.join(cells)} |")
     return "\n".join(lines)
+
+
+def spread_over_tasks(records: Sequence[dict], k: int) -> list[dict]:
+    """Up to `k` of `records`, the tasks taken in turn (each task's first record, then each task's
+    second, …), so that a gallery of a few shows many tasks. Records whose id is not a MiniWoB++ row
+    count as one task.
+
+    Example:
+    >>> ids = ["miniwob/a/seed1/step0", "miniwob/a/seed2/step0", "miniwob/b/seed1/step0"]
+    >>> [r["id"] for r in spread_over_tasks([{"id": i} for i in ids], 2)]
+    ['miniwob/a/seed1/step0', 'miniwob/b/seed1/step0']
+    """
+    turn: Counter[str] = Counter()
+    ranked = []
+    for i, r in enumerate(records):
+        try:
+            task = task_of(r["id"])
+        except UsageError:
+            task = ""
+        ranked.append((turn[task], i))
+        turn[task] += 1
+    return [records[i] for _, i in sorted(ranked)[:k]]
+
+
+def transfer_file(source: str | os.PathLike, trained_tasks: Sequence[str] | None, path: str | os.PathLike,
+                  per_task: int) -> Path | None:
+    """The rows of `source` (a MiniWoB++ benchmark file) whose task the miniature never trained on
+    (not in `trained_tasks`), the first `per_task` of each such task, written to `path` (benchmark
+    schema): how the policy transfers. None when every task of `source` was trained on."""
+    from ..data import load_gui_r1, write_gui_r1
+
+    rows = load_gui_r1(source).samples
+    unseen = sorted({task_of(s.id) for s in rows} - set(trained_tasks or {task_of(s.id) for s in rows}))
+    if not unseen:
+        return None
+    picked = [s for t in unseen for s in select_rows(rows, [t])[:per_task]]
+    return write_gui_r1(picked, path, schema="benchmark")

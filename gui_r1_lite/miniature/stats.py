@@ -1,0 +1,286 @@
+"""How sure the miniature's comparison is: click accuracy on all rows and on parsed rows, per task,
+paired per-seed gains, McNemar's exact test on one seed's rows, and a two-level bootstrap interval
+(model seeds, then held-out episodes) of a level or a gain. Pure functions over prediction records.
+
+Why two levels: an arm's figure moves with the model seed (weights, tokenizer, training order) and
+with the held-out set, which is a sample of pages. The held-out rows come in episodes (the steps of
+one page share its layout and its instruction), so episodes, not rows, are what is resampled; and
+every seed and both arms are scored on the same episodes, so one draw of episodes serves them all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..metrics import grounding_hit
+from .splits import seed_of, task_of
+
+#: Bootstrap draws: with this many the interval's ends move by under 0.2 points between generator seeds.
+N_BOOT = 10_000
+#: Seed of the bootstrap's generator: the same records always give the same interval.
+BOOT_SEED = 0
+
+
+@dataclass(frozen=True)
+class ClickRow:
+    """One scored row with a click target (a row click accuracy counts): its id, task and episode
+    (`<task>/seed<N>`), whether the predicted point hit the box and whether the answer parsed."""
+
+    id: str
+    task: str
+    episode: str
+    hit: bool
+    parsed: bool
+
+
+def episode_of(sample_id: str) -> str:
+    """The episode a MiniWoB++ row belongs to: its task and page seed.
+
+    Example:
+    >>> episode_of("miniwob/click-tab/seed1003/step1")
+    'click-tab/seed1003'
+    """
+    return f"{task_of(sample_id)}/seed{seed_of(sample_id)}"
+
+
+def click_rows(records: Iterable[Mapping]) -> list[ClickRow]:
+    """The prediction records (`evaluate.make_record`) that have a click target, in order: the rows
+    whose `metrics.grounding_hit` is not None, as click accuracy counts them. An answer parsed when
+    the record has no `parse_error`.
+
+    Example:
+    >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
+    ...        "pred_coord": [5, 5], "parse_error": None}
+    >>> [(r.episode, r.hit, r.parsed) for r in click_rows([rec, {**rec, "gt_action": "type"}])]
+    [('click-tab/seed1000', True, True)]
+    """
+    out = []
+    for r in records:
+        hit = grounding_hit(r)
+        if hit is not None:
+            out.append(ClickRow(r["id"], task_of(r["id"]), episode_of(r["id"]), bool(hit), not r.get("parse_error")))
+    return out
+
+
+def accuracy(rows: Sequence[ClickRow], parsed_only: bool = False) -> float | None:
+    """The fraction of `rows` that hit; over the rows whose answer parsed when `parsed_only`. None
+    when no row counts.
+
+    Example:
+    >>> rows = [ClickRow("a", "t", "t/seed1", True, True), ClickRow("b", "t", "t/seed1", False, False)]
+    >>> accuracy(rows), accuracy(rows, parsed_only=True)
+    (0.5, 1.0)
+    """
+    counted = [r for r in rows if r.parsed or not parsed_only]
+    return sum(r.hit for r in counted) / len(counted) if counted else None
+
+
+def per_task(rows_by_seed: Mapping[int, Sequence[ClickRow]]) -> dict[str, dict]:
+    """Click accuracy per task over seeds: `{task: {"rows", "episodes", "accuracy", "per_seed"}}`,
+    where `rows` and `episodes` count the task's distinct held-out rows and episodes, `accuracy` is
+    the mean over seeds and `per_seed` lists each seed's figure in the order of `rows_by_seed`."""
+    tasks = sorted({r.task for rows in rows_by_seed.values() for r in rows})
+    out = {}
+    for task in tasks:
+        mine = {s: [r for r in rows if r.task == task] for s, rows in rows_by_seed.items()}
+        per_seed = [accuracy(rows) for rows in mine.values()]
+        scored = [v for v in per_seed if v is not None]
+        out[task] = {"rows": len({r.id for rows in mine.values() for r in rows}),
+                     "episodes": len({r.episode for rows in mine.values() for r in rows}),
+                     "accuracy": sum(scored) / len(scored) if scored else None, "per_seed": per_seed}
+    return out
+
+
+def paired(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> tuple[list[ClickRow], list[ClickRow]]:
+    """The rows of `a` and of `b` that share an id, in `a`'s order (two arms scored on the same rows)."""
+    by_id = {r.id: r for r in b}
+    shared = [r for r in a if r.id in by_id]
+    return shared, [by_id[r.id] for r in shared]
+
+
+def paired_differences(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence[ClickRow]],
+                       parsed_only: bool = False) -> dict[int, float | None]:
+    """Per seed, arm `b`'s click accuracy minus arm `a`'s on the rows both scored (each on its own
+    parsed rows when `parsed_only`); None where either arm has no row to count.
+
+    Example:
+    >>> hit, miss = ClickRow("r1", "t", "t/seed1", True, True), ClickRow("r1", "t", "t/seed1", False, True)
+    >>> paired_differences({0: [miss], 1: [hit]}, {0: [hit], 1: [hit]})
+    {0: 1.0, 1: 0.0}
+    """
+    out = {}
+    for seed in a:
+        if seed not in b:
+            continue
+        ra, rb = paired(a[seed], b[seed])
+        acc_a, acc_b = accuracy(ra, parsed_only), accuracy(rb, parsed_only)
+        out[seed] = None if acc_a is None or acc_b is None else acc_b - acc_a
+    return out
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value: under "the arms are alike", each of the `only_a + only_b`
+    discordant rows (hit by one arm only) is arm b's with probability 1/2, so the smaller count is
+    binomial; p = 2 P(X ≤ min), at most 1.
+
+    Example:
+    >>> mcnemar_exact(1, 9)  # 2 * (1 + 10) / 2**10
+    0.021484375
+    >>> mcnemar_exact(0, 0)
+    1.0
+    """
+    n = only_a + only_b
+    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def mcnemar(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> dict:
+    """McNemar's exact test of two arms on the rows both scored (one seed): the 2 × 2 counts
+    (`both` hit, `only_a`, `only_b`, `neither`), their total `n` and the two-sided `p_value`."""
+    ra, rb = paired(a, b)
+    pairs = list(zip((r.hit for r in ra), (r.hit for r in rb), strict=True))
+    table = {"both": pairs.count((True, True)), "only_a": pairs.count((True, False)),
+             "only_b": pairs.count((False, True)), "neither": pairs.count((False, False))}
+    return {"n": len(pairs), **table, "p_value": mcnemar_exact(table["only_a"], table["only_b"])}
+
+
+def _tables(rows_by_seed: Sequence[Sequence[ClickRow]], episodes: Sequence[str],
+            parsed_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(hits, counted rows), each seeds × episodes."""
+    col = {e: j for j, e in enumerate(episodes)}
+    hits, counts = np.zeros((2, len(rows_by_seed), len(episodes)))
+    for i, rows in enumerate(rows_by_seed):
+        for r in rows:
+            if r.parsed or not parsed_only:
+                hits[i, col[r.episode]] += r.hit
+                counts[i, col[r.episode]] += 1
+    return hits, counts
+
+
+def _statistic(tables: Sequence[tuple[np.ndarray, np.ndarray]], signs: Sequence[float], seed_w: np.ndarray,
+               episode_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(statistic per draw, per seed per draw): each seed's accuracy on the episodes drawn (an episode
+    drawn k times counts k times) combined over arms with `signs`, then averaged over the seeds
+    drawn. A seed with no counted row in a draw is left out of that draw (NaN when all are)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_seed = sum(s * (episode_w @ h.T) / (episode_w @ c.T) for (h, c), s in zip(tables, signs, strict=True))
+        weights = np.where(np.isfinite(per_seed), seed_w, 0)
+        stat = (np.where(weights > 0, per_seed, 0) * weights).sum(axis=1) / weights.sum(axis=1)
+    return stat, per_seed
+
+
+def _interval(arms: Sequence[Mapping[int, Sequence[ClickRow]]], signs: Sequence[float], parsed_only: bool,
+              n_boot: int, seed: int) -> dict:
+    """The two-level bootstrap of `sum(sign × accuracy)` over `arms` (seed -> rows, the same seeds)."""
+    seeds = list(arms[0])
+    episodes = sorted({r.episode for arm in arms for rows in arm.values() for r in rows})
+    tables = [_tables([arm[s] for s in seeds], episodes, parsed_only) for arm in arms]
+    n_s, n_e = len(seeds), len(episodes)
+    point, per_seed = _statistic(tables, signs, np.ones((1, n_s)), np.ones((1, n_e)))
+    rng = np.random.default_rng(seed)
+    seed_w = _draw_counts(rng, n_s, n_boot)  # seeds drawn with replacement
+    episode_w = _draw_counts(rng, n_e, n_boot)  # then held-out episodes
+    draws, _ = _statistic(tables, signs, seed_w, episode_w)
+    draws = draws[np.isfinite(draws)]
+    ci = [float(v) for v in np.quantile(draws, [0.025, 0.975])] if draws.size else None
+    return {"mean": _float(point[0]), "ci95": ci, "per_seed": [_float(v) for v in per_seed[0]], "seeds": seeds}
+
+
+def _draw_counts(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray:
+    """`n_boot` draws of `n` items out of `n` with replacement, as counts: n_boot × n."""
+    picks = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
+    return np.bincount(picks.ravel(), minlength=n_boot * n).reshape(n_boot, n)
+
+
+def _float(v: float) -> float | None:
+    return float(v) if np.isfinite(v) else None
+
+
+def bootstrap_accuracy(rows_by_seed: Mapping[int, Sequence[ClickRow]], parsed_only: bool = False,
+                       n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
+    """One arm's click accuracy (on its parsed rows when `parsed_only`) over seeds, with a 95 %
+    bootstrap interval that draws seeds, then held-out episodes, with replacement.
+
+    Returns:
+        `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}`: `mean` is the mean over seeds of each
+        seed's accuracy; `ci95` the 2.5th and 97.5th percentiles of `n_boot` draws (None, and a None
+        mean, when no row counts).
+
+    Example:
+    >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 3, True) for i in range(4)]
+    >>> bootstrap_accuracy({0: rows, 1: rows}, n_boot=200)["mean"]
+    0.75
+    """
+    return _interval([rows_by_seed], [1.0], parsed_only, n_boot, seed)
+
+
+def bootstrap_gain(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence[ClickRow]],
+                   parsed_only: bool = False, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
+    """Arm `b`'s click accuracy minus arm `a`'s (the gain of `b` over `a`), paired: per seed both
+    arms on the rows both scored, and in each bootstrap draw the same seeds and the same episodes
+    for both arms. `parsed_only`: each arm's accuracy on its own parsed rows (a gain not made by
+    answering in format more often).
+
+    Returns:
+        `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}` as `bootstrap_accuracy`; `per_seed` are the
+        paired differences, `mean` their mean.
+
+    Example:
+    >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 2, True) for i in range(4)]
+    >>> same = bootstrap_gain({0: rows}, {0: rows}, n_boot=200)
+    >>> same["mean"], same["ci95"]
+    (0.0, [0.0, 0.0])
+    """
+    seeds = [s for s in a if s in b]
+    pairs = {s: paired(a[s], b[s]) for s in seeds}
+    return _interval([{s: p[0] for s, p in pairs.items()}, {s: p[1] for s, p in pairs.items()}], [-1.0, 1.0],
+                     parsed_only, n_boot, seed)
+
+
+def online_counts(result: Mapping) -> dict[str, tuple[int, int]]:
+    """`{task: (episodes solved, episodes)}` of one online evaluation (`online.json`'s object, whose
+    `tasks` hold each task's `success` fraction and `episodes`).
+
+    Example:
+    >>> online_counts({"success": 0.5, "tasks": {"click-tab": {"success": 0.25, "episodes": 4}}})
+    {'click-tab': (1, 4)}
+    """
+    return {t: (round(float(v["success"]) * int(v["episodes"])), int(v["episodes"]))
+            for t, v in sorted(result["tasks"].items()) if int(v["episodes"])}
+
+
+def bootstrap_success(counts_by_seed: Mapping[int, Mapping[str, tuple[int, int]]], n_boot: int = N_BOOT,
+                      seed: int = BOOT_SEED) -> dict:
+    """Closed-loop success over seeds (`{seed: online_counts(...)}`), with a 95 % bootstrap interval:
+    seeds drawn with replacement, then each seed's episodes of each task drawn with replacement
+    (a binomial draw at that task's rate). Only counts are kept per task, so episodes are drawn
+    within each seed rather than shared across seeds: the interval is, if anything, wider.
+
+    Returns:
+        `{"mean", "ci95": [lo, hi], "per_seed", "seeds", "episodes"}`: `mean` is the mean over seeds
+        of each seed's share of episodes solved; `episodes` each seed's episode count (no figures
+        when a seed has no episode).
+
+    Example:
+    >>> out = bootstrap_success({0: {"a": (3, 4)}, 1: {"a": (1, 4)}}, n_boot=200)
+    >>> out["mean"], out["per_seed"]
+    (0.5, [0.75, 0.25])
+    """
+    seeds = list(counts_by_seed)
+    tasks = sorted({t for c in counts_by_seed.values() for t in c})
+    if not tasks or not all(sum(e for _, e in c.values()) for c in counts_by_seed.values()):
+        return {"mean": None, "ci95": None, "per_seed": [], "seeds": seeds, "episodes": []}
+    solved, n = (np.array([[counts_by_seed[s].get(t, (0, 0))[k] for t in tasks] for s in seeds], dtype=float)
+                 for k in (0, 1))
+    per_seed = solved.sum(axis=1) / n.sum(axis=1)
+    rng = np.random.default_rng(seed)
+    seed_w = _draw_counts(rng, len(seeds), n_boot)
+    rate = np.divide(solved, n, out=np.zeros_like(solved), where=n > 0)
+    drawn = rng.binomial(n.astype(int), rate, size=(n_boot, *n.shape)).sum(axis=2) / n.sum(axis=1)
+    draws = (drawn * seed_w).sum(axis=1) / seed_w.sum(axis=1)
+    return {"mean": float(per_seed.mean()), "ci95": [float(v) for v in np.quantile(draws, [0.025, 0.975])],
+            "per_seed": [float(v) for v in per_seed], "seeds": seeds, "episodes": [int(v) for v in n.sum(axis=1)]}

@@ -1,0 +1,228 @@
+"""The miniature's statistics on hand-made prediction records whose answers are known: paired gains,
+the two-level bootstrap (seeds, then episodes), McNemar's exact test, parsed-row accuracy, per task,
+online success; the report's tables, the summary's fields and the bars drawn from them."""
+
+from __future__ import annotations
+
+import doctest
+import json
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from gui_r1_lite import metrics, pipeline, viz
+from gui_r1_lite.miniature import report, stats
+from gui_r1_lite.runio import read_jsonl, write_jsonl_atomic
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record(task: str, episode: int, step: int, hit: bool, parsed: bool = True) -> dict:
+    """A prediction record of a click row (box 10-20 px) whose point hits or misses; an answer that
+    did not parse has no point, as `evaluate.make_record` writes it."""
+    point = ([15.0, 15.0] if hit else [50.0, 50.0]) if parsed else None
+    return {"id": f"miniwob/{task}/seed{episode}/step{step}", "gt_action": "click", "gt_bbox": [10, 10, 20, 20],
+            "image_size": [100, 100], "pred_action": "click" if parsed else None, "pred_coord": point,
+            "parse_error": None if parsed else "no <answer> block"}
+
+
+def rows(hits: list[list[bool]], task: str = "click-tab") -> list[stats.ClickRow]:
+    """Click rows of one seed: `hits[e][k]` is step k of episode 1000 + e."""
+    return stats.click_rows([record(task, 1000 + e, k, h) for e, ep in enumerate(hits) for k, h in enumerate(ep)])
+
+
+def test_the_docstring_examples_hold():
+    for module in (stats, report):
+        outcome = doctest.testmod(module)
+        assert outcome.attempted > 0 and outcome.failed == 0, module.__name__
+
+
+def test_click_rows_are_the_rows_click_accuracy_counts():
+    recs = [record("click-tab", 1000, 0, True), record("click-tab", 1000, 1, False),
+            record("click-tab", 1001, 0, False, parsed=False), {**record("login-user", 1002, 0, True), "gt_action": "type"}]
+    got = stats.click_rows(recs)
+    assert [(r.episode, r.hit, r.parsed) for r in got] == [
+        ("click-tab/seed1000", True, True), ("click-tab/seed1000", False, True), ("click-tab/seed1001", False, False)]
+    assert stats.accuracy(got) == metrics.grounding_metrics(recs)["overall"] == pytest.approx(1 / 3)
+    assert stats.accuracy(got, parsed_only=True) == 0.5  # the row without an answer leaves the denominator
+
+
+def test_identical_arms_gain_nothing_and_the_interval_is_zero():
+    arm = {s: rows([[True, False], [False, False], [True, True]]) for s in (0, 1, 2)}
+    gain = stats.bootstrap_gain(arm, arm)
+    assert gain["mean"] == 0.0 and gain["ci95"] == [0.0, 0.0] and gain["per_seed"] == [0.0, 0.0, 0.0]
+    assert stats.mcnemar(arm[0], arm[0]) == {"n": 6, "both": 3, "only_a": 0, "only_b": 0, "neither": 3,
+                                             "p_value": 1.0}
+
+
+def test_one_row_flipped_on_every_seed_gives_exact_figures():
+    # 20 episodes of 2 rows; arm b hits row 0 of episode 0 too. Each draw's gain is k/40, k the times episode
+    # 0 is drawn: k ~ Binomial(20, 1/20), P(k = 0) = 0.36 and P(k <= 2) = 0.92 < 0.975 < P(k <= 3) = 0.98.
+    base = [[False, True]] * 20
+    a = {s: rows(base) for s in (0, 1, 2)}
+    b = {s: rows([[True, True]] + base[1:]) for s in (0, 1, 2)}
+    gain = stats.bootstrap_gain(a, b)
+    assert gain["mean"] == pytest.approx(1 / 40) and gain["per_seed"] == pytest.approx([1 / 40] * 3)
+    assert gain["ci95"] == [0.0, pytest.approx(3 / 40)]
+    assert stats.paired_differences(a, b) == pytest.approx({0: 1 / 40, 1: 1 / 40, 2: 1 / 40})
+    assert stats.mcnemar(a[0], b[0])["only_b"] == 1 and stats.mcnemar(a[0], b[0])["p_value"] == 1.0
+
+
+def test_seeds_are_drawn_with_replacement():
+    # Seed 0: b hits every row a misses (gain 1); seed 1: the arms agree (gain 0). Draws of seeds give
+    # 1 (both seed 0), 0.5 or 0 (both seed 1); the episodes drawn cannot move either seed's gain.
+    miss, hit = [[False, False]] * 5, [[True, True]] * 5
+    gain = stats.bootstrap_gain({0: rows(miss), 1: rows(miss)}, {0: rows(hit), 1: rows(miss)})
+    assert gain["mean"] == 0.5 and gain["ci95"] == [0.0, 1.0]
+
+
+def test_the_rows_of_an_episode_move_together():
+    # The same 60 outcomes, once as 10 episodes of 6 rows that share their outcome, once as 60 episodes
+    # of one row: the clustered interval is wider (about sqrt(6) times), as it must be.
+    outcomes = [e % 2 == 0 for e in range(10)]
+    clustered = rows([[h] * 6 for h in outcomes])
+    spread = rows([[h] for h in outcomes for _ in range(6)])
+    width = {name: (lambda ci: ci[1] - ci[0])(stats.bootstrap_accuracy({0: r})["ci95"])
+             for name, r in (("clustered", clustered), ("spread", spread))}
+    assert width["clustered"] > 2 * width["spread"]
+
+
+def test_mcnemar_exact_on_known_tables():
+    assert stats.mcnemar_exact(1, 9) == stats.mcnemar_exact(9, 1) == pytest.approx(0.021484375)  # 2 * 11 / 1024
+    assert stats.mcnemar_exact(2, 8) == pytest.approx(0.109375)  # 2 * (1 + 10 + 45) / 1024
+    assert stats.mcnemar_exact(5, 5) == 1.0 and stats.mcnemar_exact(0, 6) == pytest.approx(2 / 64)
+    a = rows([[True, True, False, False]])
+    b = rows([[True, False, True, True]])
+    assert stats.mcnemar(a, b) == {"n": 4, "both": 1, "only_a": 1, "only_b": 2, "neither": 0, "p_value": 1.0}
+
+
+def test_only_rows_both_arms_scored_are_compared():
+    a = {0: rows([[True, False, False]])}
+    b = {0: rows([[True, True]])}  # scored one row fewer (a row limit): the third row of a is left out
+    assert stats.paired_differences(a, b) == {0: 0.5}
+    assert stats.bootstrap_gain(a, b)["mean"] == 0.5
+
+
+def test_the_gain_on_parsed_rows_takes_out_the_format():
+    # a answers in format on half the rows and hits every one of them; b parses all and hits half.
+    a = {0: stats.click_rows([record("click-tab", 1000 + e, 0, e < 2, parsed=e < 2) for e in range(4)])}
+    b = {0: stats.click_rows([record("click-tab", 1000 + e, 0, e % 2 == 0) for e in range(4)])}
+    assert stats.bootstrap_gain(a, b)["mean"] == 0.0
+    assert stats.bootstrap_gain(a, b, parsed_only=True)["mean"] == -0.5
+
+
+def test_per_task_counts_rows_and_episodes():
+    by_seed = {0: rows([[True, False]]) + rows([[True], [True]], task="login-user"),
+               1: rows([[False, False]]) + rows([[True], [False]], task="login-user")}
+    assert stats.per_task(by_seed) == {
+        "click-tab": {"rows": 2, "episodes": 1, "accuracy": 0.25, "per_seed": [0.5, 0.0]},
+        "login-user": {"rows": 2, "episodes": 2, "accuracy": 0.75, "per_seed": [1.0, 0.5]}}
+
+
+def test_the_bootstrap_is_seeded():
+    a = {s: rows([[e % 3 == 0, e % 2 == 0] for e in range(12)]) for s in (0, 1)}
+    b = {s: rows([[e % 2 == 0, e % 5 == 0] for e in range(12)]) for s in (0, 1)}
+    assert stats.bootstrap_gain(a, b) == stats.bootstrap_gain(a, b)
+    assert stats.bootstrap_gain(a, b, n_boot=30, seed=1)["ci95"] != stats.bootstrap_gain(a, b, n_boot=30)["ci95"]
+
+
+def test_online_success_over_seeds():
+    solved = stats.bootstrap_success({0: {"a": (4, 4)}, 1: {"a": (4, 4), "b": (2, 2)}})
+    assert solved["mean"] == 1.0 and solved["ci95"] == [1.0, 1.0] and solved["episodes"] == [4, 6]
+    mixed = stats.bootstrap_success({0: {"a": (2, 4)}, 1: {"a": (2, 4)}})
+    lo, hi = mixed["ci95"]
+    assert mixed["mean"] == 0.5 and 0.0 <= lo < 0.5 < hi <= 1.0
+
+
+def online_result(success: float, episodes: int = 4) -> dict:
+    """An online.json object of one policy on two tasks."""
+    return {"success": success, "tasks": {t: {"success": success, "episodes": episodes, "ci95": [0.0, 1.0],
+                                              "mean_steps": 1.0} for t in ("click-tab", "login-user")}}
+
+
+@pytest.fixture
+def study_folder(tmp_path) -> Path:
+    """A pipeline run folder whose notebook 04 ran a miniature of two seeds: each arm's predictions on 6
+    episodes of 2 click rows, sft_grpo hitting 2 more rows than sft on each seed, and online results."""
+    folder = tmp_path / "artifacts" / "04_grpo_training" / "miniature"
+    hits = {"random": 1, "warm": 4, "sft": 5, "sft_grpo": 7}
+    predictions = {}
+    for seed in (0, 1):
+        predictions[str(seed)] = {}
+        for arm, n_hit in hits.items():
+            eval_dir = folder / f"seed{seed}" / f"{arm}_eval"
+            recs = [record("click-tab" if e < 3 else "login-user", 1000 + e, k, 2 * e + k < n_hit + seed,
+                           parsed=arm != "sft" or e != 5) for e in range(6) for k in range(2)]
+            write_jsonl_atomic(eval_dir / "predictions.jsonl", recs)
+            predictions[str(seed)][arm] = str(eval_dir)
+    online = {str(s): {"random": online_result(0.0), "sft": online_result(0.25), "sft_grpo": online_result(0.5)}
+              for s in (0, 1)}
+    (folder / "miniature.json").write_text(json.dumps({"seeds": [0, 1], "predictions": predictions, "online": online}))
+    return tmp_path
+
+
+def test_the_summary_reports_the_gain_and_online_success(study_folder):
+    study = pipeline.miniature_result(study_folder)
+    summary = pipeline.miniature_summary(study)
+    gain = summary["gain"]
+    assert gain["vs"] == "sft" and gain["arm"] == "sft_grpo" and set(gain["mcnemar_p"]) == {"0", "1"}
+    assert gain["click_accuracy"]["per_seed"] == pytest.approx([2 / 12, 2 / 12])
+    for key in ("click_accuracy", "click_accuracy_parsed"):
+        lo, hi = gain[key]["ci95"]
+        assert -1.0 <= lo <= gain[key]["mean"] <= hi <= 1.0
+    assert set(summary["online"]) == {"random", "sft", "sft_grpo"}
+    for arm, value in summary["online"].items():
+        lo, hi = value["success"]["ci95"]
+        assert 0.0 <= lo <= value["success"]["mean"] <= hi <= 1.0, arm
+    assert summary["online"]["sft_grpo"]["success"]["mean"] == 0.5
+    assert pipeline.miniature_summary(None) == {} and pipeline.miniature_result(study_folder / "elsewhere") is None
+
+
+def test_the_statistics_agree_with_the_stage_metrics(study_folder):
+    study = pipeline.miniature_result(study_folder)
+    st = study["stats"]
+    for seed in (0, 1):
+        for arm in ("random", "warm", "sft", "sft_grpo"):
+            recs = read_jsonl(Path(study["predictions"][str(seed)][arm], "predictions.jsonl"))
+            overall = metrics.grounding_metrics(recs)["overall"]
+            assert st["arms"][arm]["click_accuracy"]["per_seed"][seed] == pytest.approx(overall), (arm, seed)
+    assert st["arms"]["sft"]["parsed_share"] == pytest.approx(10 / 12)  # episode 5 (2 rows) unparsed
+    assert st["per_task"]["sft_grpo"]["login-user"]["rows"] == 6 and st["per_task"]["sft_grpo"]["login-user"][
+        "episodes"] == 3
+
+
+def test_the_tables_show_intervals_gain_and_counts(study_folder):
+    study = pipeline.miniature_result(study_folder)
+    for arm in report.ARMS:  # the arms' figures as combine_seeds keeps them
+        study[arm] = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5, 0.5]} for m in report.METRICS}
+    study["n_heldout"] = 12
+    table = report.miniature_table(study)
+    assert table.count("\n| ") == 3 and "seeds 0, 1" in table  # one line per arm
+    assert "online success % [95 % CI]" in table and "gain of sft_grpo over sft, click accuracy: +16.7 [" in table
+    assert "McNemar" in table and "12 with a click target" in table
+    per_task = report.per_task_table(study)
+    assert "| click-tab | 6 | 3 |" in per_task and "| login-user | 6 | 3 |" in per_task
+
+
+def test_the_bars_show_the_intervals_and_the_gain_readably(study_folder):
+    study = pipeline.miniature_result(study_folder)
+    for arm in report.ARMS:
+        study[arm] = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5, 0.5]} for m in report.METRICS}
+    fig = viz.miniature_bars(study)
+    fig.canvas.draw()
+    assert len(fig.axes) == 2 and fig.axes[1].get_title() == "sft_grpo − sft"
+    smallest = viz.readable_points(fig.get_figwidth())
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+    assert texts and all(t.get_fontsize() >= smallest - 0.01 for t in texts)
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_transfer_file_holds_only_tasks_never_trained_on(tmp_path):
+    from gui_r1_lite.data import load_gui_r1
+    from gui_r1_lite.miniature import DEFAULT_HELDOUT, LAYOUT_TASKS, task_of
+
+    path = report.transfer_file(DEFAULT_HELDOUT, LAYOUT_TASKS, tmp_path / "transfer.parquet", per_task=2)
+    tasks = [task_of(s.id) for s in load_gui_r1(path).samples]
+    assert tasks and not set(tasks) & set(LAYOUT_TASKS) and all(tasks.count(t) == 2 for t in tasks)
+    assert report.transfer_file(DEFAULT_HELDOUT, None, tmp_path / "none.parquet", per_task=2) is None
