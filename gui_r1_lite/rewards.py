@@ -267,13 +267,46 @@ _SCORERS: dict[str, Callable[..., float | None]] = {
 REWARDS: dict[str, RewardFn] = {name: make_reward(name) for name in _SCORERS}
 
 
-def build_rewards(weights: dict[str, float], compat: Compat = "official") -> tuple[list[RewardFn], list[float]]:
+#: Rewards a GRPO run logs beside those it learns from (`build_rewards(..., monitor=True)`), with weight 0.
+MONITORS: tuple[str, ...] = ("format", "accuracy")
+
+
+def build_rewards(weights: dict[str, float], compat: Compat = "official",
+                  monitor: bool = False) -> tuple[list[RewardFn], list[float]]:
     """Reward functions and their weights for TRL (`reward_funcs`, `GRPOConfig.reward_weights`)
-    from a `{name: weight}` mapping as written in a recipe."""
+    from a `{name: weight}` mapping as written in a recipe.
+
+    `monitor` appends each of `MONITORS` the mapping does not name, with weight 0: TRL logs every
+    reward function as `rewards/<name>/mean`, and sums `weight x reward` (NaN-aware) into the
+    reward the advantages come from, so a weight-0 column is watched, not learnt from
+    (`watched` keeps TRL's unscorable rows unscorable)."""
     if not weights:
         raise ValueError("at least one reward is needed, e.g. {'gui_r1': 1.0}")
-    funcs = [make_reward(name, compat) for name in weights]
-    return funcs, [float(w) for w in weights.values()]
+    learning = [make_reward(name, compat) for name in weights]
+    funcs, out = list(learning), [float(w) for w in weights.values()]
+    if monitor:
+        for name in MONITORS:
+            if name not in weights:
+                funcs.append(watched(make_reward(name, compat), learning))
+                out.append(0.0)
+    return funcs, out
+
+
+def watched(reward: RewardFn, learning: Sequence[RewardFn]) -> RewardFn:
+    """`reward`, to be logged with weight 0 beside the `learning` rewards: None where every learning
+    reward is None. TRL gives a completion that no reward scores (all None) no advantage, but one
+    that any reward scores (even with weight 0) a reward of 0 and an advantage; so a watched
+    column scores only where the learning rewards do, and training is the same with or without it."""
+
+    def watch(completions: list, **columns: Any) -> list:
+        values = reward(completions, **columns)
+        scored = [any(v is not None for v in row)
+                  for row in zip(*(f(completions, **columns) for f in learning), strict=True)]
+        return [v if s else None for v, s in zip(values, scored, strict=True)]
+
+    watch.__name__ = watch.__qualname__ = reward.__name__
+    watch.__doc__ = f"{reward.__name__}, watched (weight 0) beside {[f.__name__ for f in learning]}."
+    return watch
 
 
 def group_advantages(rewards: Sequence[float], group_size: int, scale: bool = True) -> list[float]:

@@ -378,7 +378,12 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
     return fig
 
 
-_FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "rewards/format/mean", "kl", "loss")
+#: What the curves show first, when a log has it (each reward's mean follows these three): the
+#: reward and its parts, validation on held-out rows, the share of groups whose answers all scored
+#: alike (they teach nothing), the answers' length, the KL to the start and the loss.
+_FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "rewards/format/mean",
+               "validation/click_accuracy", "validation/format_rate", "validation/reward",
+               "frac_reward_zero_std", "completions/mean_length", "kl", "loss")
 _X_KEYS = ("step", "global_step", "epoch")
 
 
@@ -398,19 +403,24 @@ def _is_num(v) -> bool:
 
 
 def numeric_keys(log: Sequence[dict]) -> list[str]:
-    """Numeric keys of a log (reward and accuracy first), without the step counters."""
+    """Numeric keys of a log, without the step counters: the rewards (their means), validation,
+    `frac_reward_zero_std`, completion length, KL and loss first, then the rest as they come."""
     seen: dict[str, None] = {}
     for rec in log:
         for k, v in rec.items():
             if k not in _X_KEYS and _is_num(v):
                 seen.setdefault(k)
     first = [k for k in _FIRST_KEYS if k in seen]
+    means = [k for k in seen if k.startswith("rewards/") and k.endswith("/mean") and k not in first]
+    at = sum(1 for k in first if k == "reward" or k.startswith("rewards/"))
+    first[at:at] = means  # after the reward and its known parts
     return first + [k for k in seen if k not in first]
 
 
 def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0):
     """One panel per numeric key of a run's log against the training step (or the line number),
-    reward and accuracy first; `smooth` > 1 adds a running mean over that many points."""
+    in `numeric_keys`' order (rewards, validation, zero-std groups, answer length, KL, loss first);
+    `smooth` > 1 adds a running mean over that many points."""
     log = read_log(log)
     keys = list(keys) if keys is not None else numeric_keys(log)[:limit]
     n = max(1, len(keys))
@@ -586,28 +596,64 @@ def _stage_bars(ax, counts: dict, groups: list[str], by: Sequence[str]) -> None:
 
 def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
                    metrics: Sequence[str] = ("format_rate", "click_accuracy", "strict_step_success")):
-    """The miniature's table as bars: per metric, each arm's mean over seeds with its std as an
-    error bar and every seed's value as a dot (`miniature.run_miniature`'s result, or the arms
-    alone as `miniature.arm_results` gives them, plus `seeds`)."""
-    width_in = 2.4 + 1.9 * len(metrics)
+    """The miniature's table as bars: per metric, each arm's mean over seeds with every seed's value
+    as a dot and, where the result has one (`stats`, click accuracy), its 95 % bootstrap interval
+    (seeds, then held-out episodes, drawn) as a whisker; beside them the gain of SFT → GRPO over SFT
+    with its interval (`miniature.run_miniature`'s result, or the arms alone as
+    `miniature.arm_results` gives them, plus `seeds`)."""
+    stats = result.get("stats") or {}
+    gain = stats.get("gain")
+    width_in = 2.4 + 1.9 * len(metrics) + (2.6 if gain else 0.0)
     with _readable(width_in):
-        fig, ax = plt.subplots(figsize=(width_in, 4.0), layout="constrained")
-        width = 0.8 / len(arms)
-        for j, arm in enumerate(arms):
-            xs = [i + (j - (len(arms) - 1) / 2) * width for i in range(len(metrics))]
-            means = [100 * result[arm][m]["mean"] for m in metrics]
-            stds = [100 * result[arm][m]["std"] for m in metrics]
-            ax.bar(xs, means, width, yerr=stds, capsize=3, label=arm)
-            for x, m in zip(xs, metrics, strict=True):
-                seeds = result[arm][m]["per_seed"]
-                ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=10, color="black", zorder=3)
-        ax.scatter([], [], s=10, color="black", label="one seed")
-        ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
-        ax.set_ylabel("% of held-out rows")
-        ax.set_ylim(0, 100)
-        ax.legend(title="arm", loc="upper left")
-        ax.set_title(f"held-out rows, {len(result.get('seeds') or [])} seeds: mean ± std")
+        fig, axes = plt.subplots(1, 2 if gain else 1, figsize=(width_in, 4.2), layout="constrained", squeeze=False,
+                                 width_ratios=[len(metrics), 1.3] if gain else None)
+        _arm_bars(axes[0, 0], result, arms, metrics, stats.get("arms") or {})
+        if gain:
+            _gain_bars(axes[0, 1], gain, stats)
     return fig
+
+
+def _arm_bars(ax, result: dict, arms: Sequence[str], metrics: Sequence[str], intervals: dict) -> None:
+    width = 0.8 / len(arms)
+    for j, arm in enumerate(arms):
+        xs = [i + (j - (len(arms) - 1) / 2) * width for i in range(len(metrics))]
+        means = [100 * result[arm][m]["mean"] for m in metrics]
+        ax.bar(xs, means, width, label=arm)
+        for x, m in zip(xs, metrics, strict=True):
+            seeds = result[arm][m]["per_seed"]
+            ax.scatter([x] * len(seeds), [100 * v for v in seeds], s=10, color="black", zorder=3)
+            _whisker(ax, x, ((intervals.get(arm) or {}).get(m) or {}).get("ci95"))
+    ax.scatter([], [], s=10, color="black", label="one seed")
+    ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
+    ax.set_ylabel("% of held-out rows")
+    ax.set_ylim(0, 100)
+    ax.legend(title="arm", loc="upper left")
+    seeds = len(result.get("seeds") or [])
+    ax.set_title(f"held-out rows, mean over {seeds} seeds" + ("; whisker: 95 % interval" if intervals else ""))
+
+
+def _whisker(ax, x: float, ci: Sequence[float] | None) -> None:
+    """An interval (fractions, drawn in %) as a capped whisker at `x`."""
+    if ci:
+        lo, hi = 100 * ci[0], 100 * ci[1]
+        ax.errorbar([x], [(lo + hi) / 2], yerr=[(hi - lo) / 2], fmt="none", color="black", capsize=4, linewidth=1.2,
+                    zorder=4)
+
+
+def _gain_bars(ax, gain: dict, stats: dict) -> None:
+    keys = [k for k in ("click_accuracy", "click_accuracy_parsed") if gain.get(k, {}).get("mean") is not None]
+    for i, key in enumerate(keys):
+        g = gain[key]
+        mean = 100 * g["mean"]
+        ax.bar([i], [mean], 0.6, color=_rgb(HIT_COLOR if mean >= 0 else MISS_COLOR))
+        seeds = [100 * v for v in g["per_seed"] if v is not None]
+        ax.scatter([i] * len(seeds), seeds, s=10, color="black", zorder=3)
+        _whisker(ax, i, g.get("ci95"))
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(keys)), ["all rows" if k == "click_accuracy" else "parsed rows" for k in keys])
+    ax.set_xlim(-0.7, len(keys) - 0.3)
+    ax.set_ylabel("click accuracy gain, points")
+    ax.set_title(f"{stats.get('arm', 'sft_grpo')} − {stats.get('vs', 'sft')}")
 
 
 def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:

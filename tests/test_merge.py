@@ -27,7 +27,7 @@ def _cli():
 def _weights(folder) -> dict[str, torch.Tensor]:
     from transformers import AutoModelForImageTextToText
 
-    model = AutoModelForImageTextToText.from_pretrained(folder)
+    model = AutoModelForImageTextToText.from_pretrained(folder, dtype=torch.float32)
     return {n: p.detach() for n, p in model.named_parameters()}
 
 

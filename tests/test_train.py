@@ -114,7 +114,7 @@ COMMON = dict(seed=0, lr_scheduler_type="constant", warmup_steps=0, weight_decay
               dataloader_num_workers=0, activation_checkpointing=False, gradient_checkpointing=False,
               ddp_find_unused_parameters=False, use_cpu=True, bf16=False)
 GRPO = dict(num_generations=5, temperature=1.0, top_p=1.0, beta=0.01, max_completion_length=1024, loss_type="grpo",
-            use_vllm=False, reward_weights=[1.0])
+            use_vllm=False, reward_weights=[1.0, 0.0, 0.0])  # gui_r1, then format and accuracy watched (weight 0)
 SFT = dict(max_length=None, completion_only_loss=True)
 MINIATURE = dict(model="tiny", tiny={}, tiny_seed=0, lora=False, train_vision=True, init_adapter=None, train_data="x",
                  min_pixels=3136, max_pixels=50176, learning_rate=1e-4, max_steps=80, lr_scheduler_type="constant",
@@ -159,6 +159,30 @@ def test_recipes_resolve_to_the_trl_settings_runs_have_always_had(recipe, expect
     got["lr_scheduler_type"] = str(getattr(args.lr_scheduler_type, "value", args.lr_scheduler_type))
     got["save_strategy"] = str(getattr(args.save_strategy, "value", args.save_strategy))
     assert got == expected
+
+
+def test_trainer_args_use_the_checkpointing_name_of_the_installed_transformers(monkeypatch):
+    # transformers 5.15-5.23 (Colab's, the GPU image's) have no activation_checkpointing field and reject it
+    from gui_r1_lite.training import config as config_module
+
+    class OldGRPOConfig:
+        __dataclass_fields__ = {"gradient_checkpointing": None, "learning_rate": None}
+
+        def __init__(self, **kwargs):
+            if "activation_checkpointing" in kwargs:
+                raise TypeError("__init__() got an unexpected keyword argument 'activation_checkpointing'")
+            self.kwargs = kwargs
+
+    cfg = TrainConfig.from_dict(dict(MINIATURE), source="miniature")
+    monkeypatch.setattr(config_module, "trl_config_class", lambda method: OldGRPOConfig)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    args = cfg.trainer_args()
+    assert args.kwargs["gradient_checkpointing"] is False
+    assert config_module.checkpointing_field(OldGRPOConfig) == "gradient_checkpointing"
+    from trl import GRPOConfig
+    assert config_module.checkpointing_field(GRPOConfig) == (
+        "activation_checkpointing" if "activation_checkpointing" in GRPOConfig.__dataclass_fields__
+        else "gradient_checkpointing")
 
 
 def lora_and_base(model):
@@ -215,8 +239,8 @@ def test_sft_lowers_its_loss(toy_data, tmp_path):
     from gui_r1_lite.training import merge_adapter
 
     merged = AutoModelForImageTextToText.from_pretrained(merge_adapter(result.base_model, result.adapter_dir,
-                                                                       str(tmp_path / "merged")))
-    base = AutoModelForImageTextToText.from_pretrained(result.base_model)
+                                                                       str(tmp_path / "merged")), dtype=torch.float32)
+    base = AutoModelForImageTextToText.from_pretrained(result.base_model, dtype=torch.float32)
     assert not any("lora_" in n for n, _ in merged.named_parameters())
     trained = load_policy(result.base_model, lora=None, adapter=result.adapter_dir, device="cpu").model
     trained.merge_adapter()  # PEFT's in-place merge, to compare against

@@ -77,6 +77,34 @@ def test_training_curves_from_a_metrics_log(tmp_path):
     _saved(viz.training_curves([{"a": 1}, {"a": 2}]), tmp_path / "curves_nostep.png", 2_000)
 
 
+def test_default_curves_show_what_watches_a_grpo_run(tmp_path):
+    # a metrics.jsonl as a GRPO run writes it: TRL's many keys per step, a validation record every 2 steps
+    trl = {"grad_norm": 0.1, "learning_rate": 1e-5, "num_tokens": 100, "completions/min_length": 3.0,
+           "completions/max_length": 9.0, "completions/clipped_ratio": 0.0, "rewards/gui_r1/std": 0.1,
+           "rewards/point_gaussian/std": 0.1, "reward_std": 0.1, "entropy": 2.0, "clip_ratio/low_mean": 0.0}
+    log = []
+    for s in range(1, 5):
+        log.append({"step": s, "step_seconds": 1.0, "loss": 1 / s, **trl, "completions/mean_length": 5.0 + s,
+                    "rewards/gui_r1/mean": 0.1 * s, "rewards/point_gaussian/mean": 0.2, "rewards/format/mean": 0.5,
+                    "rewards/accuracy/mean": 0.1, "reward": 0.3, "frac_reward_zero_std": 0.5, "kl": 0.01})
+        if s % 2 == 0:
+            log.append({"step": s, "validation/click_accuracy": 0.25 * s, "validation/format_rate": 0.5,
+                        "validation/reward": 0.2, "validation/rows": 8, "validation/seconds": 3.0})
+    keys = viz.numeric_keys(log)
+    assert keys[:5] == ["reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "rewards/format/mean",
+                        "rewards/point_gaussian/mean"]
+    assert keys[5:12] == ["validation/click_accuracy", "validation/format_rate", "validation/reward",
+                          "frac_reward_zero_std", "completions/mean_length", "kl", "loss"]
+    fig = viz.training_curves(log)
+    titles = [ax.get_title() for ax in fig.axes if ax.axison]
+    assert titles == keys[:12]
+    # validation is drawn at the steps it ran, against the same axis as training
+    ax = fig.axes[titles.index("validation/click_accuracy")]
+    assert list(ax.lines[0].get_xdata()) == [2, 4] and list(ax.lines[0].get_ydata()) == [0.5, 1.0]
+    assert ax.get_xlabel() == "training step"
+    _saved(fig, tmp_path / "watch.png")
+
+
 def test_thinking_text():
     assert viz.thinking_text("<think> look left </think> <answer>[]</answer>") == "look left"
     assert viz.thinking_text("no tags") == "" and viz.thinking_text("<think>open") == ""

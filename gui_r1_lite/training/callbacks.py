@@ -1,11 +1,13 @@
 """Trainer callbacks that write the run's own files: metrics.jsonl (one record per log, resumable),
-`ranks/rank{R}.json` (the step and weights fingerprint each process ended with), and the main job's
-progress records (step k of n)."""
+validation on held-out rows every N steps (records in the same file), `ranks/rank{R}.json` (the
+step and weights fingerprint each process ended with), and the main job's progress (step k of n)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -43,6 +45,74 @@ class MetricsJsonl(TrainerCallback):
                "step_seconds": round((now - self.t_last) / steps, 4), **logs}
         self.t_last, self.step_last = now, state.global_step
         append_jsonl(self.path(args), rec)
+
+    def pause(self, seconds: float) -> None:
+        """Leave `seconds` spent on something else (validation) out of `step_seconds`."""
+        self.t_last += seconds
+
+
+class Validation(TrainerCallback):
+    """Every `steps` training steps, on the main process: greedy answers of the policy to held-out
+    `rows` (`evaluate.predict` with a `ModelCompleter`; the model in eval mode, then back), kept in
+    `<output_dir>/validation/step-<N>.jsonl`, and one record of their metrics appended to
+    metrics.jsonl (`validation_metrics`, with `step`). Its time is left out of `step_seconds`.
+    Other processes wait for the main one at the next step's first collective."""
+
+    def __init__(self, policy: Any, rows: Sequence, *, steps: int, max_new_tokens: int, batch_size: int,
+                 compat: str, pixels: tuple[int, int], metrics: MetricsJsonl | None = None) -> None:
+        self.policy, self.rows, self.steps = policy, list(rows), steps
+        self.max_new_tokens, self.batch_size, self.compat, self.pixels = max_new_tokens, batch_size, compat, pixels
+        self.metrics = metrics
+
+    def on_step_end(self, args, state, control, **kw):
+        if not state.is_world_process_zero or state.global_step % self.steps:
+            return
+        start = time.perf_counter()
+        records = self.answer(Path(args.output_dir) / "validation" / f"step-{state.global_step}.jsonl")
+        seconds = time.perf_counter() - start
+        append_jsonl(MetricsJsonl.path(args), {"step": state.global_step, "epoch": state.epoch,
+                                               **validation_metrics(records, self.rows, self.compat),
+                                               "validation/seconds": round(seconds, 3)})
+        if self.metrics is not None:
+            self.metrics.pause(seconds)
+
+    def answer(self, path: Path) -> list[dict]:
+        """The policy's greedy answers to the rows, as `evaluate.predict` records, written to `path`."""
+        from ..evaluate import ModelCompleter, predict
+
+        path.unlink(missing_ok=True)  # a killed run's answers: the resumed run recomputes the weights they came from
+        model = self.policy.model
+        training = model.training
+        model.eval()  # no dropout
+        try:
+            return predict(ModelCompleter(self.policy, name="validation"), self.rows, path, self.batch_size,
+                           self.max_new_tokens, self.compat, min_pixels=self.pixels[0], max_pixels=self.pixels[1],
+                           progress=False)
+        finally:
+            model.train(training)
+
+
+def validation_metrics(records: Sequence[dict], rows: Sequence, compat: str) -> dict[str, float | int | None]:
+    """What a validation record holds (fractions; None where no row applies): `click_accuracy`
+    (ScreenSpot's: the point inside the box of click rows), `format_rate` (answers in the
+    `<think>...<answer>` format), `type_accuracy` (the original's Type), `strict_step_success`
+    (action, point in its box and text all right; the original's SR measures a box from its corner),
+    `reward` (the mean GUI-R1 reward, 0.8 accuracy + 0.2 format, the original's validation score)
+    and `rows`."""
+    from ..data import to_model_frame
+    from ..metrics import summarize
+    from ..rewards import gui_r1_score
+
+    summary = summarize(records)
+    grounding, action = summary["grounding"] or {}, summary["action"] or {}
+    n = len(records)
+    scores = [gui_r1_score(r["completion"], row.sample.gt_action, to_model_frame(row.sample, row.model_size),
+                           row.sample.gt_input_text, compat)["overall"] for r, row in zip(records, rows, strict=True)]
+    return {"validation/click_accuracy": grounding.get("overall"),
+            "validation/format_rate": sum(bool(r["format_ok"]) for r in records) / n if n else None,
+            "validation/type_accuracy": action.get("type"),
+            "validation/strict_step_success": action.get("strict_step_success"),
+            "validation/reward": sum(scores) / n if n else None, "validation/rows": n}
 
 
 class RankReport(TrainerCallback):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 from pathlib import Path
 
 from ..actions import COMPATS
+from ..data import is_hub_id
 from ..modeling import QUANTIZATIONS, native_bf16
 from ..runio import world_size
 from .config import METHODS, ConfigError, TrainConfig
@@ -36,6 +38,7 @@ def check_config(cfg: TrainConfig) -> None:
     check_model(cfg)
     check_device(cfg)
     check_steps(cfg)
+    check_validation(cfg)
     if cfg.method == "grpo":
         check_grpo(cfg)
 
@@ -89,6 +92,30 @@ def check_steps(cfg: TrainConfig) -> None:
         raise ConfigError("set max_steps > 0 or num_train_epochs > 0")
     if not cfg.get("learning_rate") > 0:
         raise ConfigError(f"learning_rate must be positive, got {cfg.get('learning_rate')!r}")
+
+
+def check_validation(cfg: TrainConfig) -> None:
+    """Validation's settings, when it is on: counts of at least 1, and data that exists (a hub id
+    needs its split: a mistyped relative path has a hub id's shape, and a hub dataset's default
+    split is its training rows)."""
+    if cfg.validation_data is None:
+        return
+    counts = {"validation_steps": cfg.validation_steps, "validation_limit": cfg.validation_limit}
+    if cfg.validation_max_new_tokens is not None:  # null: the run's answer length
+        counts["validation_max_new_tokens"] = cfg.validation_max_new_tokens
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be at least 1, got {value!r}")
+    data = str(cfg.validation_data)
+    if not Path(data).expanduser().exists() and not (is_hub_id(data) and cfg.validation_split):
+        raise ConfigError(
+            f"validation_data: {data} does not exist ({Path(data).expanduser().absolute()}; relative paths start "
+            f"from {Path.cwd()}). Give a GUI-R1 parquet file or folder of held-out rows (e.g. data_samples/test), "
+            "a hub id with validation_split (e.g. ritzzai/GUI-R1 and androidcontrol_low_test), or null for none")
+    if world_size() > 1 and os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3":
+        raise ConfigError("validation runs on the main process alone, and under DeepSpeed ZeRO-3 each process holds "
+                          "only a shard of the weights (generation would wait for the others forever): set "
+                          "validation_data: null and evaluate the saved checkpoints instead")
 
 
 def check_grpo(cfg: TrainConfig) -> None:

@@ -50,6 +50,14 @@ class ConfigError(UsageError):
     """A configuration that cannot run; the message says what to change (exit code 2)."""
 
 
+def checkpointing_field(cls) -> str:
+    """The name `cls` (a TRL config class) gives gradient checkpointing: transformers 5.24 renamed
+    `gradient_checkpointing` to `activation_checkpointing`; 5.15-5.23 (Colab's, a GPU image's) know
+    only the old name and reject the new one."""
+    fields = getattr(cls, "__dataclass_fields__", {})
+    return "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+
+
 def trl_config_class(method: str) -> type:
     """TRL's config class of `method`: `GRPOConfig` or `SFTConfig`."""
     if method not in METHODS:
@@ -101,6 +109,20 @@ class TrainConfig:
         "help": "GRPO rewards by registered name, with weights, e.g. {gui_r1: 1.0, point_gaussian: 0.5}"})
     compat: Compat = field(default="official", metadata={
         "help": "official (the original GUI-R1 rules) or strict (the corrected ones)"})
+    monitor_rewards: bool = field(default=True, metadata={
+        "help": "GRPO: also log format and accuracy as reward columns of weight 0 (rewards/format/mean, "
+                "rewards/accuracy/mean) beside the rewards learnt from; watched, they do not change training"})
+    validation_data: str | None = field(default=None, metadata={
+        "help": "held-out GUI-R1 rows to validate on while training (greedy answers, metrics to metrics.jsonl): "
+                "parquet file or folder (e.g. data_samples/test), or a hub id with validation_split; null: none"})
+    validation_split: str | None = field(default=None, metadata={
+        "help": "split of hub validation data (e.g. androidcontrol_low_test)"})
+    validation_steps: int = field(default=5, metadata={
+        "help": "validate every this many training steps (GUI-R1 validates every 5)"})
+    validation_limit: int = field(default=16, metadata={
+        "help": "validate on at most this many rows (the first rows of each file, shared out evenly)"})
+    validation_max_new_tokens: int | None = field(default=None, metadata={
+        "help": "longest validation answer in tokens; null: max_completion_length (GRPO) or 256 (SFT)"})
     sft_thinking: str = field(default="", metadata={"help": "text inside <think> of the SFT targets"})
     device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu or cuda"})
     resume: bool = field(default=False, metadata={
@@ -167,11 +189,13 @@ class TrainConfig:
 
     def trainer_args(self):
         """TRL's `GRPOConfig` / `SFTConfig` of this run: our defaults, the recipe's TRL settings, and
-        what is derived from ours (CPU or not, bf16 when the GPU has it natively, the reward weights)."""
+        what is derived from ours (CPU or not, bf16 when the GPU has it natively, the reward weights:
+        the recipe's, then 0 for each watched reward of `monitor_rewards`)."""
         use_cpu = self.use_cpu()
+        cls = trl_config_class(self.method)
         args = {**trl_defaults(self.method), **self.trl_args, "use_cpu": use_cpu,
                 # load_policy applies gradient checkpointing itself (k-bit preparation needs it there)
-                "activation_checkpointing": False}
+                checkpointing_field(cls): False}
         if args.get("bf16") is None:
             # native bf16 only (`modeling.native_bf16`, the decision the load dtype follows too); without
             # it the model itself is fp16 and no autocast runs, so the fp32 vision tower stays fp32
@@ -179,8 +203,7 @@ class TrainConfig:
         if self.method == "grpo":
             from ..rewards import build_rewards
 
-            args["reward_weights"] = build_rewards(self.rewards, self.compat)[1]
-        cls = trl_config_class(self.method)
+            args["reward_weights"] = build_rewards(self.rewards, self.compat, monitor=self.monitor_rewards)[1]
         try:
             return cls(**args)
         except (TypeError, ValueError) as exc:

@@ -35,6 +35,7 @@ RUN_FILES = (RUN_FILE, "train_config.yaml", "data_report.json", "metrics.jsonl",
 #: num_train_epochs may grow because extending a run is what resuming is for (a decaying
 #: learning-rate schedule then stretches to the new end; the recipes' schedule is constant).
 #: device and gradient_checkpointing change where and how the same step is computed.
+#: monitor_rewards and validation_* only add records to metrics.jsonl.
 MAY_CHANGE = frozenset({
     "output_dir", "resume", "max_steps", "num_train_epochs",
     "save_steps", "save_strategy", "save_total_limit", "save_only_model",
@@ -43,6 +44,8 @@ MAY_CHANGE = frozenset({
     "push_to_hub", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo", "hub_always_push",
     "device", "gradient_checkpointing", "dataloader_num_workers", "dataloader_pin_memory",
     "dataloader_persistent_workers", "dataloader_prefetch_factor",
+    "monitor_rewards", "validation_data", "validation_split", "validation_steps", "validation_limit",
+    "validation_max_new_tokens",
 })
 #: Settings that name the base model or the data: what they name is compared instead (a model's
 #: build arguments or config, a data file's bytes), so a moved folder resumes and a changed one does not.

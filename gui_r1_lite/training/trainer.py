@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,40 @@ def build_datasets(cfg: TrainConfig):
     return datasets.Dataset.from_list(rows), loaded.report
 
 
+def validation_rows(cfg: TrainConfig) -> list:
+    """The held-out rows a run validates on (`data.EvalRow`s in the run's pixel frame): the first
+    rows of each file of `validation_data`, shared out in turn up to `validation_limit`; [] when
+    validation is off. Data that cannot be read is a `ConfigError` naming the setting (this runs
+    before the model loads)."""
+    if cfg.validation_data is None:
+        return []
+    from ..data import DataError, ValidationReport, load_gui_r1, resolve_files, to_eval_rows
+
+    try:
+        loaded = [load_gui_r1(f, limit=cfg.validation_limit)
+                  for f in resolve_files(cfg.validation_data, cfg.validation_split)]
+    except DataError as exc:
+        raise ConfigError(f"validation_data: {exc}") from None
+    in_turn = [s for group in zip_longest(*(d.samples for d in loaded)) for s in group if s is not None]
+    if not in_turn:
+        report = ValidationReport.combine([d.report for d in loaded])
+        raise ConfigError(f"validation_data: {cfg.validation_data}: no valid rows to validate on\n{report.summary()}")
+    return to_eval_rows(in_turn[:cfg.validation_limit], cfg.min_pixels, cfg.max_pixels)
+
+
+def validation_callback(cfg: TrainConfig, args, policy, rows: list, metrics):
+    """The `Validation` callback of a run that validates on `rows`; its answers are as long as the
+    run's (`max_completion_length`) unless `validation_max_new_tokens` says otherwise."""
+    from ..evaluate import DEFAULT_MAX_NEW_TOKENS
+    from .callbacks import Validation
+
+    tokens = cfg.validation_max_new_tokens or (
+        cfg.get("max_completion_length") if cfg.method == "grpo" else DEFAULT_MAX_NEW_TOKENS)
+    return Validation(policy, rows, steps=cfg.validation_steps, max_new_tokens=tokens,
+                      batch_size=args.per_device_eval_batch_size, compat=cfg.compat,
+                      pixels=(cfg.min_pixels, cfg.max_pixels), metrics=metrics)
+
+
 def write_run_settings(cfg: TrainConfig, out: Path) -> None:
     """`train_config.yaml`: the run's settings as one flat recipe (our defaults for TRL written out),
     so `TrainConfig.from_yaml` of it reproduces the run."""
@@ -88,20 +123,24 @@ def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
         train_vision=cfg.train_vision, gradient_checkpointing=cfg.gradient_checkpointing), source
 
 
-def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list):
-    """TRL's `GRPOTrainer` (with the configured rewards) or `SFTTrainer`, ready to train; the
-    trainable weights keep the dtypes they were loaded in (`keep_trainable_dtypes`)."""
+def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list, validation: list | None = None):
+    """TRL's `GRPOTrainer` (with the configured rewards, and the watched ones of `monitor_rewards`)
+    or `SFTTrainer`, ready to train, validating on the `validation` rows (`validation_rows`) when
+    given; the trainable weights keep the dtypes they were loaded in (`keep_trainable_dtypes`)."""
     from .callbacks import MetricsJsonl, RankReport
 
+    metrics = MetricsJsonl()
+    watch = [validation_callback(cfg, args, policy, validation, metrics)] if validation else []
     common = dict(model=policy.model, args=args, train_dataset=dataset, processing_class=policy.processor,
-                  callbacks=[MetricsJsonl(), RankReport(), *callbacks])
+                  callbacks=[metrics, RankReport(), *watch, *callbacks])
     with keep_trainable_dtypes(policy.model):
         if cfg.method == "grpo":
             from trl import GRPOTrainer
 
             from ..rewards import build_rewards
 
-            return GRPOTrainer(reward_funcs=build_rewards(cfg.rewards, cfg.compat)[0], **common)
+            funcs, _ = build_rewards(cfg.rewards, cfg.compat, monitor=cfg.monitor_rewards)
+            return GRPOTrainer(reward_funcs=funcs, **common)
         from trl import SFTTrainer
 
         return SFTTrainer(**common)
@@ -141,18 +180,20 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     """Run one configured training job end to end; returns where everything was written.
 
     `callbacks` are extra `transformers.TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()`
-    for live curves in a notebook); metrics.jsonl is written either way."""
+    for live curves in a notebook); metrics.jsonl is written either way, with a validation record
+    every `validation_steps` steps when `validation_data` is set."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
     identity = prepare_run_folder(cfg, out)  # before the data and the model load
     dataset, report = build_datasets(cfg)
+    held_out = validation_rows(cfg)
     if is_main_process():
         write_run_settings(cfg, out)
         write_json_atomic(out / "data_report.json", report.to_dict())
     policy, source = load_model(cfg, args)
     record_base_model(cfg, out, identity)
-    trainer = build_trainer(cfg, args, policy, dataset, list(callbacks or []))
+    trainer = build_trainer(cfg, args, policy, dataset, list(callbacks or []), validation=held_out)
     resume = checkpoint_to_resume(cfg, out)
     trainer.train(resume_from_checkpoint=resume)
     adapter_dir = out / "adapter"
