@@ -1,8 +1,7 @@
-"""Build a tiny, randomly initialised Qwen2.5-VL on local disk (no download): a byte-level BPE
-tokenizer trained on this project's own prompts and answers, Qwen's special tokens and chat
-template, the Qwen2.5-VL image/video processors and a small config. The saved folder loads with
-`AutoProcessor` / `AutoModelForImageTextToText.from_pretrained(folder)` like `Qwen/Qwen2.5-VL-3B-Instruct`.
-"""
+"""The stand-in for Qwen2.5-VL-3B-Instruct, built locally without a download: the real model's
+shipped configuration with only the sizes scaled down, random weights, and a BPE tokenizer trained on
+this project's prompts with Qwen's special tokens and chat template. `real_architecture` builds the
+full-size architecture with random weights, for measurements."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import random
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .actions import (
     ACTION_SPACES,
@@ -24,7 +24,17 @@ from .actions import (
 from .errors import RunFailed
 from .geometry import NO_POINT
 from .prompts import NO_HISTORY, prompt_text
+from .reference import qwen2_5_vl_3b_config, qwen2_5_vl_3b_generation_config, qwen2_5_vl_3b_preprocessor_config
 from .runio import is_main_process, rank, read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import GenerationConfig, Qwen2_5_VLConfig, Qwen2_5_VLProcessor
+
+    from .modeling import Policy
+
+#: The model whose shipped configuration the stand-in follows.
+REAL_MODEL_ID = "Qwen/Qwen2.5-VL-3B-Instruct"
 
 # Special tokens in Qwen2.5-VL's order; they follow the BPE vocabulary as in the released
 # tokenizer. `special` says whether the released tokenizer marks them special (the two tool-call
@@ -55,6 +65,9 @@ SPECIAL_TOKENS: tuple[tuple[str, bool], ...] = (
 )
 # The tokenizer's `additional_special_tokens` in the released Qwen2.5-VL tokenizer_config.
 ADDITIONAL_SPECIAL = tuple(tok for tok, _ in SPECIAL_TOKENS[1:14])
+# <|endoftext|>'s id in the released tokenizer: its BPE vocabulary has 151,643 entries and the
+# special tokens follow in SPECIAL_TOKENS' order (<|im_end|> 151645, <|image_pad|> 151655, ...).
+QWEN_FIRST_SPECIAL_ID = 151_643
 
 DEFAULT_SYSTEM = "You are a helpful assistant."
 
@@ -79,8 +92,9 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-#: Processor bounds of the tiny model's saved processor: small enough for CPU steps (at most
-#: 256 visual tokens a screenshot); `load_policy(min_pixels=, max_pixels=)` overrides them.
+#: Resize bounds small enough for CPU steps (at most 256 visual tokens a screenshot). The built
+#: model's processor has the real model's bounds (3,136 to 12,845,056 pixels), so CPU callers pass
+#: these, or a profile's, to `load_policy(min_pixels=, max_pixels=)`.
 TINY_MIN_PIXELS = 56 * 56
 TINY_MAX_PIXELS = 256 * 28 * 28
 
@@ -205,12 +219,111 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
     return tok
 
 
-def _mrope_section(head_dim: int) -> list[int]:
-    # Qwen2.5-VL splits head_dim/2 rotary frequencies into (temporal, height, width) = 1/4, 3/8, 3/8.
-    half = head_dim // 2
-    t = half // 4
-    h = (half - t) // 2
+def remap_token_ids(values: dict, tokenizer) -> dict:
+    """`values` (a shipped config, nested dicts included) with every `*_token_id` field that holds a
+    released tokenizer's special-token id (or a list of them) turned into `tokenizer`'s id of the same
+    token; other fields unchanged. Raises ValueError for a token id that is not a special token."""
+    first = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS[0][0])
+
+    def one(key: str, value):
+        if isinstance(value, list):
+            return [one(key, v) for v in value]
+        if value is None:
+            return None
+        if not QWEN_FIRST_SPECIAL_ID <= value < QWEN_FIRST_SPECIAL_ID + len(SPECIAL_TOKENS):
+            raise ValueError(f"{key}: {value} is not one of Qwen2.5-VL's special-token ids")
+        return first + value - QWEN_FIRST_SPECIAL_ID
+
+    return {k: remap_token_ids(v, tokenizer) if isinstance(v, dict) else one(k, v) if k.endswith("_token_id") else v
+            for k, v in values.items()}
+
+
+def mrope_section(head_dim: int) -> list[int]:
+    """The real model's (temporal, height, width) split of a head's `head_dim / 2` rotary
+    frequencies, [16, 24, 24] of 64, scaled to `head_dim` ([4, 6, 6] for 32)."""
+    real = qwen2_5_vl_3b_config()["rope_scaling"]["mrope_section"]
+    half, total = head_dim // 2, sum(real)
+    t, h = round(real[0] * half / total), round(real[1] * half / total)
     return [t, h, half - t - h]
+
+
+def full_attention_blocks(depth: int) -> list[int]:
+    """The vision blocks that attend over the whole image in a tower of `depth` blocks (the others
+    attend within 112-pixel windows). The real tower (depth 32: blocks 7, 15, 23, 31) ends each of
+    4 equal groups with one; a shallower tower keeps the rule with as many groups as leave each at
+    least one windowed block, min(4, depth // 2): depth 2 -> [1], 4 -> [1, 3], 8 -> [1, 3, 5, 7]."""
+    if depth < 2:
+        raise ValueError(f"vision depth must be at least 2 (a windowed and a full-attention block), got {depth}")
+    groups = min(len(qwen2_5_vl_3b_config()["vision_config"]["fullatt_block_indexes"]), depth // 2)
+    return [(i + 1) * depth // groups - 1 for i in range(groups)]
+
+
+def standin_config(tokenizer, *, hidden_size: int | None = None, num_layers: int | None = None,
+                   num_heads: int | None = None, num_kv_heads: int | None = None,
+                   intermediate_size: int | None = None, vision_depth: int | None = None,
+                   vision_hidden: int | None = None, vision_heads: int | None = None,
+                   vision_intermediate: int | None = None, vocab_size: int | None = None,
+                   tie_word_embeddings: bool | None = None) -> Qwen2_5_VLConfig:
+    """Qwen2.5-VL-3B-Instruct's shipped `config.json` as a `Qwen2_5_VLConfig`, with the sizes given
+    here (None keeps the real one) and its special-token ids remapped to `tokenizer`'s. Every other
+    field (activation, norm eps, rope theta, window size, dtype, ...) is the shipped one; the mrope
+    split follows the head size (`mrope_section`), the full-attention blocks the depth
+    (`full_attention_blocks`), the vision output the text hidden size."""
+    from transformers import Qwen2_5_VLConfig
+
+    raw = qwen2_5_vl_3b_config()
+    text = {"hidden_size": hidden_size, "num_hidden_layers": num_layers, "num_attention_heads": num_heads,
+            "num_key_value_heads": num_kv_heads, "intermediate_size": intermediate_size, "vocab_size": vocab_size,
+            "tie_word_embeddings": tie_word_embeddings}
+    vision = {"depth": vision_depth, "hidden_size": vision_hidden, "num_heads": vision_heads,
+              "intermediate_size": vision_intermediate}
+    raw.update({k: v for k, v in text.items() if v is not None})
+    raw["vision_config"].update({k: v for k, v in vision.items() if v is not None})
+    raw["rope_scaling"]["mrope_section"] = mrope_section(raw["hidden_size"] // raw["num_attention_heads"])
+    raw["vision_config"]["fullatt_block_indexes"] = full_attention_blocks(raw["vision_config"]["depth"])
+    raw["vision_config"]["out_hidden_size"] = raw["hidden_size"]
+    return Qwen2_5_VLConfig.from_dict(remap_token_ids(raw, tokenizer))
+
+
+def standin_generation_config(tokenizer) -> GenerationConfig:
+    """Qwen2.5-VL-3B-Instruct's published generation settings (near-greedy sampling: top_k 1,
+    top_p 0.001, temperature 0.1, repetition_penalty 1.05; eos <|im_end|> or <|endoftext|>) with
+    `tokenizer`'s special-token ids, as a `GenerationConfig`."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(**remap_token_ids(qwen2_5_vl_3b_generation_config(), tokenizer))
+
+
+def standin_processor(tokenizer, min_pixels: int | None = None,
+                      max_pixels: int | None = None) -> Qwen2_5_VLProcessor:
+    """A `Qwen2_5_VLProcessor` of `tokenizer`, Qwen's chat template and the published image (and
+    video) preprocessing; `min_pixels` / `max_pixels` replace its resize bounds (3,136 / 12,845,056)."""
+    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
+
+    settings = qwen2_5_vl_3b_preprocessor_config()
+    for name in ("image_processor_type", "processor_class"):  # the class names, not settings
+        settings.pop(name, None)
+    settings.update({k: v for k, v in {"min_pixels": min_pixels, "max_pixels": max_pixels}.items() if v is not None})
+    if not 0 < settings["min_pixels"] <= settings["max_pixels"]:
+        raise ValueError(f"need 0 < min_pixels <= max_pixels, got {settings['min_pixels']}, {settings['max_pixels']}")
+    return Qwen2_5_VLProcessor(image_processor=Qwen2VLImageProcessor(**settings), tokenizer=tokenizer,
+                               video_processor=Qwen2VLVideoProcessor(**settings), chat_template=CHAT_TEMPLATE)
+
+
+def _tiny_heads(hidden_size: int, num_heads: int | None, num_kv_heads: int | None, vision_hidden: int,
+                vision_heads: int | None) -> tuple[int, int, int]:
+    """(text heads, KV heads, vision heads) for the tiny sizes, defaults filled in, checked."""
+    num_heads = num_heads or max(1, hidden_size // 32)
+    num_kv_heads = num_kv_heads or max(1, num_heads // 2)
+    vision_heads = vision_heads or max(1, vision_hidden // 16)
+    if hidden_size % num_heads or (hidden_size // num_heads) % 2:
+        raise ValueError(f"hidden_size {hidden_size} must split into {num_heads} heads of even size")
+    if num_heads % num_kv_heads:
+        raise ValueError(f"num_heads {num_heads} must be a multiple of num_kv_heads {num_kv_heads}")
+    if vision_hidden % vision_heads or (vision_hidden // vision_heads) % 4:
+        raise ValueError(f"vision_hidden {vision_hidden} must split into {vision_heads} heads "
+                         "of a size divisible by 4")
+    return num_heads, num_kv_heads, vision_heads
 
 
 def build_tiny_model(
@@ -227,116 +340,113 @@ def build_tiny_model(
     vision_heads: int | None = None,
     vision_intermediate: int | None = None,
     vocab_size: int = 1024,
-    min_pixels: int = TINY_MIN_PIXELS,
-    max_pixels: int = TINY_MAX_PIXELS,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
     tie_word_embeddings: bool = True,
 ) -> Path:
-    """Build and save a tiny Qwen2.5-VL (tokenizer, processor, config, random weights, generation
-    config) into `out_dir`; returns the folder. Same arguments -> byte-identical weights.
+    """Build and save the stand-in (tokenizer, processor, config, random weights, generation
+    config) into `out_dir`; returns the folder. Same arguments -> byte-identical files.
 
-    Defaults: text hidden 64 x 2 layers (2 heads, 1 KV head), vision hidden 64 x depth 2, BPE vocab
-    <= 1024 + 22 special tokens. Patch size 14, spatial merge 2 and temporal patch 2 are Qwen's, so
-    image sizes and token counts follow `geometry.model_image_size` as for the real model.
-    Head counts default to one head per 32 text / 16 vision channels.
+    Everything but the sizes is Qwen2.5-VL-3B-Instruct's shipped configuration (`standin_config`):
+    its generation settings (near-greedy unless a caller sets every sampling field), its processor's
+    resize bounds (3,136 to 12,845,056 pixels unless `min_pixels` / `max_pixels` are given), its
+    112-pixel vision windows with full attention at the end of each group of blocks
+    (`full_attention_blocks`: depth 2 -> block 1), its `bfloat16` dtype in config.json. The tokenizer
+    is a BPE of at most `vocab_size` (+ 22 special tokens) trained on this project's prompts.
 
-    Keep every Linear's input size a multiple of 64 and output size a multiple of 32 (true for
-    the defaults and for hidden sizes that are multiples of 64): bitsandbytes' 4-bit CPU inference
-    kernel (used in eval mode on AVX512-BF16 CPUs) repacks weights in those blocks and fails otherwise.
+    Sizes by default: text hidden 64 x 2 layers (one head per 32 channels, half as many KV heads,
+    intermediate 4 x hidden), vision hidden 64 x depth 2 (one head per 16 channels, intermediate
+    2 x hidden). Keep every Linear's input size a multiple of 64 and output size a multiple of 32
+    (true for the defaults and for hidden sizes that are multiples of 64): bitsandbytes' 4-bit CPU
+    inference kernel (used in eval mode on AVX512-BF16 CPUs) repacks weights in those blocks and
+    fails otherwise.
     """
+    import copy
+
     import torch
-    from transformers import (
-        GenerationConfig,
-        Qwen2_5_VLConfig,
-        Qwen2_5_VLForConditionalGeneration,
-        Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
-    )
+    from transformers import AutoModelForImageTextToText
 
-    num_heads = num_heads or max(1, hidden_size // 32)
-    num_kv_heads = num_kv_heads or max(1, num_heads // 2)
-    vision_heads = vision_heads or max(1, vision_hidden // 16)
-    if hidden_size % num_heads or (hidden_size // num_heads) % 2:
-        raise ValueError(f"hidden_size {hidden_size} must split into {num_heads} heads of even size")
-    if num_heads % num_kv_heads:
-        raise ValueError(f"num_heads {num_heads} must be a multiple of num_kv_heads {num_kv_heads}")
-    if vision_hidden % vision_heads or (vision_hidden // vision_heads) % 4:
-        raise ValueError(f"vision_hidden {vision_hidden} must split into {vision_heads} heads "
-                         "of a size divisible by 4")
-    if not 0 < min_pixels <= max_pixels:
-        raise ValueError(f"need 0 < min_pixels <= max_pixels, got {min_pixels}, {max_pixels}")
+    num_heads, num_kv_heads, vision_heads = _tiny_heads(hidden_size, num_heads, num_kv_heads, vision_hidden,
+                                                        vision_heads)
+    tokenizer = build_tokenizer(seed, vocab_size)
+    processor = standin_processor(tokenizer, min_pixels, max_pixels)
+    config = standin_config(
+        tokenizer, hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, num_kv_heads=num_kv_heads,
+        intermediate_size=intermediate_size or 4 * hidden_size, vision_depth=vision_depth,
+        vision_hidden=vision_hidden, vision_heads=vision_heads,
+        vision_intermediate=vision_intermediate or 2 * vision_hidden, vocab_size=len(tokenizer),
+        tie_word_embeddings=tie_word_embeddings)
+    shipped = copy.deepcopy(config)  # from_config below writes float32 into the config it is given
 
+    # The weights are made and stored in fp32: the CPU path computes in fp32, so what it loads is
+    # exactly what was initialised (a bf16 init would round them). config.json still says the real
+    # model's bfloat16: a load that leaves the dtype to transformers ("auto") gets bf16, as it would
+    # from the real model; load_policy always passes its own.
+    torch.manual_seed(seed)
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
+    model.generation_config = standin_generation_config(tokenizer)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-
-    tokenizer = build_tokenizer(seed, vocab_size)
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t, _ in SPECIAL_TOKENS}
-    image_processor = Qwen2VLImageProcessor(min_pixels=min_pixels, max_pixels=max_pixels,
-                                            patch_size=14, temporal_patch_size=2, merge_size=2)
-    video_processor = Qwen2VLVideoProcessor(min_pixels=min_pixels, max_pixels=max_pixels,
-                                            patch_size=14, temporal_patch_size=2, merge_size=2)
-    processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                    video_processor=video_processor, chat_template=CHAT_TEMPLATE)
-
-    head_dim = hidden_size // num_heads
-    config = Qwen2_5_VLConfig(
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden_size,
-            intermediate_size=intermediate_size or 4 * hidden_size,
-            num_hidden_layers=num_layers,
-            num_attention_heads=num_heads,
-            num_key_value_heads=num_kv_heads,
-            max_position_embeddings=32768,
-            max_window_layers=num_layers,
-            rms_norm_eps=1e-6,
-            rope_parameters={"rope_type": "default", "mrope_section": _mrope_section(head_dim),
-                             "rope_theta": 1000000.0},
-            bos_token_id=ids["<|endoftext|>"],
-            eos_token_id=ids["<|im_end|>"],
-            pad_token_id=ids["<|endoftext|>"],
-            tie_word_embeddings=tie_word_embeddings,
-        ),
-        vision_config=dict(
-            depth=vision_depth,
-            hidden_size=vision_hidden,
-            intermediate_size=vision_intermediate or 2 * vision_hidden,
-            num_heads=vision_heads,
-            out_hidden_size=hidden_size,
-            patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            tokens_per_second=2,
-            window_size=112,
-            fullatt_block_indexes=[i for i in range(vision_depth) if i % 4 == 3] or [vision_depth - 1],
-        ),
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        tie_word_embeddings=tie_word_embeddings,
-    )
-
-    torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(config).to(torch.float32)
-    model.generation_config = GenerationConfig(
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|im_end|>"],
-        pad_token_id=ids["<|endoftext|>"],
-        do_sample=False,
-    )
     model.save_pretrained(out)
+    shipped.save_pretrained(out)  # over the config.json save_pretrained wrote with the weights' float32
     processor.save_pretrained(out)
     return out
 
 
+def real_architecture(model_id: str = REAL_MODEL_ID, *, random_weights: bool = True,
+                      device: str | torch.device | None = "cpu", dtype: str | torch.dtype | None = None,
+                      text_layers: int | None = None, vision_depth: int | None = None, seed: int = 0) -> Policy:
+    """The full architecture of `model_id` (only Qwen2.5-VL-3B-Instruct's configuration is shipped)
+    with random weights, built with `from_config` directly on `device`, nothing downloaded: for
+    measuring memory and speed. Returns a `modeling.Policy` (model in eval mode, processor with the
+    stand-in's tokenizer and the published preprocessing, so it takes real screenshots).
+
+    - `device`: "cpu", "cuda", "cuda:N" or "meta" (shapes only: no weight is materialised).
+    - `dtype`: None picks what `load_policy` would (bf16/fp16 on CUDA, fp32 elsewhere); in fp16 the
+      vision tower is kept in fp32, as `load_policy` keeps it.
+    - `text_layers` / `vision_depth`: fewer decoder layers / vision blocks (the full-attention
+      blocks follow `full_attention_blocks`); None keeps 36 / 32.
+
+    The vocabulary stays 151,936 rows; the special tokens' ids in the config are the stand-in
+    tokenizer's, which decodes ids beyond its ~1,046 tokens as nothing. Full size: about 3.75 B
+    parameters (0.67 B of them the vision tower), 7.5 GB in bf16."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from .modeling import Policy, resolve_device, resolve_dtype, vision_tower
+
+    if model_id != REAL_MODEL_ID:
+        raise ValueError(f"only {REAL_MODEL_ID}'s configuration is shipped (gui_r1_lite/reference), got {model_id!r}")
+    if not random_weights:
+        raise ValueError(f"real_architecture builds random weights only; {model_id}'s real weights come from "
+                         f"from_pretrained: modeling.load_policy({model_id!r}, ...)")
+    dev = torch.device("meta") if str(device) == "meta" else resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, dev)
+    tokenizer = build_tokenizer()
+    config = standin_config(tokenizer, num_layers=text_layers, vision_depth=vision_depth)
+    torch.manual_seed(seed)
+    with dev:
+        model = AutoModelForImageTextToText.from_config(config, dtype=torch_dtype)
+    model.generation_config = standin_generation_config(tokenizer)
+    if torch_dtype == torch.float16:
+        vision_tower(model).float()  # Qwen2.5-VL's vision MLP overflows in fp16
+    processor = standin_processor(tokenizer)
+    processor.tokenizer.padding_side = "left"  # as load_policy sets it: batched generation
+    return Policy(model=model.eval(), processor=processor, device=dev, dtype=torch_dtype,
+                  source=f"{model_id} (architecture, random weights)")
+
+
 #: The file in a built tiny model's folder that records the arguments it was built with.
 BUILD_FILE = "tiny_build.json"
+#: Changes whenever the same arguments build a different model, so that no cached build of an
+#: older stand-in is taken for the current one (2: built from the shipped Qwen2.5-VL-3B configuration).
+STANDIN_VERSION = 2
 
 
 def build_arguments(seed: int = 0, **build_kwargs) -> dict:
-    """Every argument of `build_tiny_model(folder, seed, **build_kwargs)`, defaults filled in: equal
-    for two calls that build the same model (`{}` and `{"hidden_size": 64}` alike)."""
+    """Every argument of `build_tiny_model(folder, seed, **build_kwargs)`, defaults filled in, and
+    the `STANDIN_VERSION`: equal for two calls that build the same model (`{}` and
+    `{"hidden_size": 64}` alike)."""
     import inspect
 
     try:
@@ -344,7 +454,7 @@ def build_arguments(seed: int = 0, **build_kwargs) -> dict:
     except TypeError as exc:
         raise ValueError(f"build_tiny_model: {exc}") from None
     bound.apply_defaults()
-    return {k: v for k, v in bound.arguments.items() if k != "out_dir"}
+    return {"standin_version": STANDIN_VERSION, **{k: v for k, v in bound.arguments.items() if k != "out_dir"}}
 
 
 def built_with(folder: str | os.PathLike) -> dict | None:

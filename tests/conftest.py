@@ -17,7 +17,9 @@ TINY_SEED = 0
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    """A tiny Qwen2.5-VL saved on disk (default dims, seed 0). Treat it as read-only."""
+    """The stand-in saved on disk: Qwen2.5-VL-3B-Instruct's shipped configuration (its near-greedy
+    generation settings and 3,136-12,845,056 pixel bounds included) with the default tiny sizes,
+    seed 0. Treat it as read-only; pass pixel bounds when loading it (`tiny_policy` does)."""
     from gui_r1_lite.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen2_5_vl"), seed=TINY_SEED)
@@ -25,7 +27,7 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture
 def tiny_policy(tiny_model_dir):
-    """A fresh policy on the tiny model per test: default LoRA, CPU, the tiny processor bounds."""
+    """A fresh policy on the stand-in per test: default LoRA, CPU, the CPU-sized pixel bounds."""
     from gui_r1_lite.modeling import load_policy
     from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
 

@@ -43,7 +43,7 @@ def _inputs(processor, image, instruction="open the settings", **kw):
 def test_build_is_deterministic_for_a_seed(tmp_path, tiny_model_dir):
     again = build_tiny_model(tmp_path / "same", seed=0)
     other = build_tiny_model(tmp_path / "other", seed=1)
-    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+    for name in ("model.safetensors", "tokenizer.json", "config.json", "generation_config.json", "processor_config.json"):
         assert _sha(again / name) == _sha(tiny_model_dir / name), name
     assert _sha(other / "model.safetensors") != _sha(tiny_model_dir / "model.safetensors")
     size = sum(p.stat().st_size for p in tiny_model_dir.iterdir())
@@ -59,7 +59,7 @@ def test_dims_are_settable(tmp_path):
     assert (cfg.text_config.hidden_size, cfg.text_config.num_hidden_layers) == (128, 4)
     assert (cfg.vision_config.depth, cfg.vision_config.hidden_size, cfg.vision_config.out_hidden_size) == (4, 64, 128)
     assert cfg.vision_config.num_heads == 4
-    assert cfg.vision_config.fullatt_block_indexes == [3]
+    assert cfg.vision_config.fullatt_block_indexes == [1, 3]  # each of 2 groups ends in a full-attention block
     assert sum(cfg.text_config.rope_parameters["mrope_section"]) * 2 == 128 // cfg.text_config.num_attention_heads
     proc = json.loads((out / "processor_config.json").read_text())
     assert proc["image_processor"]["size"] == {"shortest_edge": 4 * 784, "longest_edge": 64 * 784}
@@ -82,7 +82,7 @@ def test_loads_like_the_released_model(tiny_model_dir):
     assert cfg.vision_start_token_id == tok.convert_tokens_to_ids("<|vision_start|>")
     assert cfg.vision_end_token_id == tok.convert_tokens_to_ids("<|vision_end|>")
     assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
-    assert model.generation_config.eos_token_id == tok.eos_token_id
+    assert model.generation_config.eos_token_id == [tok.eos_token_id, tok.pad_token_id]  # as released: im_end or endoftext
     assert model.generation_config.pad_token_id == tok.pad_token_id
     assert cfg.text_config.vocab_size == len(tok)
     # Qwen's special tokens follow the BPE vocabulary in Qwen's order.

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from gui_r1_lite.tiny import BUILD_FILE, build_arguments, ensure_tiny_model
+from gui_r1_lite.tiny import BUILD_FILE, STANDIN_VERSION, build_arguments, ensure_tiny_model
 
 
 def test_builds_whole_once_then_reuses(tmp_path):
@@ -28,6 +28,18 @@ def test_builds_whole_once_then_reuses(tmp_path):
     assert ensure_tiny_model(folder, seed=1, vocab_size=512) == str(folder)  # another seed: rebuilt
     assert json.loads((folder / BUILD_FILE).read_text()) == build_arguments(1, vocab_size=512)
     assert build_arguments(0) == build_arguments(0, hidden_size=64)  # defaults filled in
+
+
+def test_a_model_of_an_older_stand_in_is_rebuilt(tmp_path):
+    # the same arguments built another model before the stand-in followed the shipped configuration
+    folder = tmp_path / "tiny"
+    ensure_tiny_model(folder, vocab_size=512)
+    older = {**build_arguments(vocab_size=512), "standin_version": STANDIN_VERSION - 1}
+    (folder / BUILD_FILE).write_text(json.dumps(older))
+    (folder / "generation_config.json").write_text("{}")
+    ensure_tiny_model(folder, vocab_size=512)
+    assert json.loads((folder / "generation_config.json").read_text())["top_k"] == 1
+    assert json.loads((folder / BUILD_FILE).read_text())["standin_version"] == STANDIN_VERSION
 
 
 def test_other_processes_wait_for_the_main_one(tmp_path, monkeypatch):

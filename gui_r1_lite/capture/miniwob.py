@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gui_r1_lite.geometry import box_center
 
-from .common import CaptureDependencyError, Step, quote
+from .common import CaptureDependencyError, Shot, Step, quote
 
 # Task-area clip: the page's #wrap element (160 x 210 CSS px). DPR 1 keeps images tiny.
 DPR = 1
@@ -150,78 +150,119 @@ def seed_of(step_id: str) -> int:
     return int(m.group(1))
 
 
-def run_episode(page, task: str, seed: int, split: str, act: bool = True) -> EpisodeResult:
-    """Start episode `seed` of `task`, capture every step and (with `act`) perform it, then read
-    the page's raw reward (WOB_RAW_REWARD_GLOBAL: 1.0 = solved)."""
-    from .browser import screenshot
-
-    spec = TASKS[task]
-    result = EpisodeResult(task, seed)
+def start_episode(page, task: str, seed: int, max_time_ms: int | None = None) -> str:
+    """Open `task`'s page, start episode `seed` and return its instruction (the page's query).
+    `max_time_ms` replaces the page's own time limit (10 s for most tasks), after which the page
+    ends the episode as failed."""
     page.goto((html_dir() / f"{task}.html").as_uri())
     page.wait_for_selector("#sync-task-cover", state="attached")
     # jQuery UI widgets (accordion, tabs) animate; switch jQuery's effects off so each screenshot
     # shows the settled state. The seed is set the way the `miniwob` package's own env does.
     page.evaluate("() => { if (window.jQuery) { jQuery.fx.off = true; } }")
     page.evaluate(f"Math.seedrandom({seed!r})")
+    if max_time_ms is not None:
+        page.evaluate(f"core.EPISODE_MAX_TIME = {int(max_time_ms)}")
     page.evaluate("core.startEpisodeReal()")
     page.wait_for_function("() => window.WOB_TASK_READY !== false")
-    instruction = page.evaluate("core.getUtterance()")
+    return page.evaluate("core.getUtterance()")
+
+
+def episode_state(page) -> tuple[bool, float]:
+    """(done, raw reward) as the page keeps them (WOB_DONE_GLOBAL, WOB_RAW_REWARD_GLOBAL: 1.0 = solved)."""
+    state = page.evaluate("() => ({done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL})")
+    return bool(state["done"]), float(state["raw"])
+
+
+@dataclass
+class Expected:
+    """What scripted step `k` of a task asks on the page as it is now: the screenshot, the `Step`
+    (box or text) and the line it adds to the history, and where a click on the target lands
+    (CSS px of the viewport). `skipped` says why the step is not a clean one-click step (then
+    `step` is None, or the target's step when it is covered or off the task area)."""
+
+    shot: Shot
+    step: Step | None = None
+    history: str = ""
+    click_at: tuple[float, float] | None = None
+    skipped: str | None = None
+
+
+def expected_step(page, task: str, seed: int, k: int, instruction: str, history: Sequence[str],
+                  split: str) -> Expected:
+    """The screenshot of the task area and the ground truth of scripted step `k` of `task`: the
+    text to type, or the target's box (`skipped` when it is missing, covered or off the area)."""
+    from .browser import screenshot
+
+    spec = TASKS[task]
+    ms = spec[k]
+    shot = screenshot(page, clip=wrap_clip(page))
+    common = dict(id=_step_id(task, seed, k), platform="miniwob", split=split, instruction=instruction,
+                  task_type="high" if len(spec) > 1 else "low", shot=shot, history=list(history))
+    if ms.action == "type":
+        text = page.evaluate(f"() => {ms.text}")
+        return Expected(shot, Step(action="type", input_text=text, ui_type="text", **common), f"type {quote(text)}")
+    el = page.evaluate_handle(f"() => {ms.target}").as_element()
+    b = el.evaluate(_BOX_JS) if el is not None else None
+    if b is None:
+        return Expected(shot, skipped=f"step {k}: target {'has no box' if el is not None else 'not found'}")
+    box_css = (b["x1"], b["y1"], b["x2"], b["y2"])
+    cx, cy = box_center(box_css)
+    skipped = None
+    if b["covered"]:
+        skipped = f"step {k}: target partly covered by another element"
+    elif not (0 < cx < b["ww"] and 0 < cy < b["wh"]):
+        # the target lies outside the task area (the page would need scrolling): not a one-click step
+        skipped = f"step {k}: target centre outside the task area"
+    ui_type = ms.ui_type or ("text" if any(ch.isalnum() for ch in b["text"]) else "icon")
+    try:
+        step = Step(action="click", box=tuple(v * DPR for v in box_css), ui_type=ui_type, **common)
+    except ValueError as exc:
+        return Expected(shot, skipped=skipped or f"step {k}: {exc}")
+    name = quote(b["text"]) if b["text"] else "the element"
+    return Expected(shot, step, ms.describe.format(name=name), (b["wx"] + cx, b["wy"] + cy), skipped)
+
+
+def perform(page, expected: Expected) -> None:
+    """Do an expected step on the page: type its text, or click the centre of its target."""
+    if expected.step.action == "type":
+        page.keyboard.type(expected.step.input_text)
+    else:
+        page.mouse.click(*expected.click_at)
+
+
+def run_episode(page, task: str, seed: int, split: str, act: bool = True) -> EpisodeResult:
+    """Start episode `seed` of `task`, capture every step and (with `act`) perform it, then read
+    the page's raw reward (WOB_RAW_REWARD_GLOBAL: 1.0 = solved)."""
+    result = EpisodeResult(task, seed)
+    instruction = start_episode(page, task, seed)
     history: list[str] = []
-    multi = len(spec) > 1
     pending: list[Step] = []
-    for k, ms in enumerate(spec):
-        shot = screenshot(page, clip=_wrap_clip(page))
-        sid = _step_id(task, seed, k)
-        common = dict(id=sid, platform="miniwob", split=split, instruction=instruction,
-                      task_type="high" if multi else "low", shot=shot, history=list(history))
-        if ms.action == "type":
-            text = page.evaluate(f"() => {ms.text}")
-            pending.append(Step(action="type", input_text=text, ui_type="text", **common))
-            history.append(f"type {quote(text)}")
-            if act:
-                page.keyboard.type(text)
-            continue
-        handle = page.evaluate_handle(f"() => {ms.target}")
-        el = handle.as_element()
-        if el is None:
-            result.skipped = f"step {k}: target not found"
+    for k in range(len(TASKS[task])):
+        expected = expected_step(page, task, seed, k, instruction, history, split)
+        if expected.skipped:
+            result.skipped = expected.skipped
             return result
-        b = el.evaluate(_BOX_JS)
-        if b is None:
-            result.skipped = f"step {k}: target has no box"
-            return result
-        if b["covered"]:
-            result.skipped = f"step {k}: target partly covered by another element"
-            return result
-        box_css = (b["x1"], b["y1"], b["x2"], b["y2"])
-        cx, cy = box_center(box_css)
-        if not (0 < cx < b["ww"] and 0 < cy < b["wh"]):
-            # the target lies outside the task area (the page would need scrolling): not a one-click step
-            result.skipped = f"step {k}: target centre outside the task area"
-            return result
-        box_px = tuple(v * DPR for v in box_css)
-        ui_type = ms.ui_type or ("text" if any(ch.isalnum() for ch in b["text"]) else "icon")
-        try:
-            step = Step(action="click", box=box_px, ui_type=ui_type, **common)
-        except ValueError as exc:
-            result.skipped = f"step {k}: {exc}"
-            return result
-        pending.append(step)
-        name = quote(b["text"]) if b["text"] else "the element"
-        history.append(ms.describe.format(name=name))
+        pending.append(expected.step)
+        history.append(expected.history)
         if act:
-            page.mouse.click(b["wx"] + cx, b["wy"] + cy)
+            perform(page, expected)
     result.steps = pending
     if act:
-        state = page.evaluate("() => ({done: WOB_DONE_GLOBAL, raw: WOB_RAW_REWARD_GLOBAL})")
-        result.done, result.raw_reward = bool(state["done"]), float(state["raw"])
+        result.done, result.raw_reward = episode_state(page)
     return result
 
 
-def _wrap_clip(page) -> dict:
-    r = page.evaluate("() => { const r = document.getElementById('wrap').getBoundingClientRect();"
-                      " return {x: r.left, y: r.top, width: r.width, height: r.height}; }")
-    return r
+def wrap_clip(page) -> dict:
+    """The task area (the page's #wrap element) in CSS px of the viewport: x, y, width, height."""
+    return page.evaluate("() => { const r = document.getElementById('wrap').getBoundingClientRect();"
+                         " return {x: r.left, y: r.top, width: r.width, height: r.height}; }")
+
+
+def new_task_page(browser):
+    """A page in a fresh context that holds a task page: 400x300 CSS px at `DPR`, English, UTC."""
+    ctx = browser.new_context(viewport={"width": 400, "height": 300}, device_scale_factor=DPR,
+                              locale="en-US", timezone_id="UTC", reduced_motion="reduce")
+    return ctx.new_page()
 
 
 def capture(tasks: Sequence[str] | None = None, train_seeds: Iterable[int] = TRAIN_SEEDS,
@@ -242,9 +283,7 @@ def capture(tasks: Sequence[str] | None = None, train_seeds: Iterable[int] = TRA
     steps: list[Step] = []
     report: dict = {"miniwob": miniwob_version(), "tasks": {}}
     with chromium() as browser:
-        ctx = browser.new_context(viewport={"width": 400, "height": 300}, device_scale_factor=DPR,
-                                  locale="en-US", timezone_id="UTC", reduced_motion="reduce")
-        page = ctx.new_page()
+        page = new_task_page(browser)
         for task in tasks:
             rep = {"episodes": 0, "skipped": [], "rewards": {}}
             for split, seeds in (("train", train_seeds), ("test", test_seeds)):
@@ -277,4 +316,5 @@ def write(out_dir: str | os.PathLike, tasks: Sequence[str] | None = None,
     return report
 
 
-__all__ = ["TASKS", "MStep", "capture", "write", "run_episode", "seed_of", "html_dir"]
+__all__ = ["TASKS", "MStep", "Expected", "capture", "write", "run_episode", "seed_of", "html_dir", "start_episode",
+           "expected_step", "perform", "episode_state", "wrap_clip", "new_task_page"]

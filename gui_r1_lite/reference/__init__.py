@@ -1,6 +1,6 @@
 """Reference data shipped with the package so that every clone and install can check against it
 (see README.md beside this file): the original GUI-R1's scored reward cases, and the published
-generation settings of Qwen2.5-VL-3B-Instruct."""
+configuration of Qwen2.5-VL-3B-Instruct (model, generation and preprocessor settings)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from importlib import resources
 from ..runio import read_jsonl
 
 REWARD_CASES = "gui_r1_reward_cases.jsonl"
+QWEN2_5_VL_3B_CONFIG = "qwen2_5_vl_3b_config.json"
 QWEN2_5_VL_3B_GENERATION_CONFIG = "qwen2_5_vl_3b_generation_config.json"
+QWEN2_5_VL_3B_PREPROCESSOR_CONFIG = "qwen2_5_vl_3b_preprocessor_config.json"
 
 
 def reward_cases() -> list[dict]:
@@ -19,9 +21,27 @@ def reward_cases() -> list[dict]:
         return read_jsonl(path)
 
 
+def _shipped_json(name: str) -> dict:
+    # A fresh dict on every call: callers scale and remap it in place.
+    return json.loads((resources.files(__package__) / name).read_text(encoding="utf-8"))
+
+
+def qwen2_5_vl_3b_config() -> dict:
+    """Qwen2.5-VL-3B-Instruct's published `config.json`, as released (the flat layout transformers
+    reads into a `Qwen2_5_VLConfig`): text hidden 2048 x 36 layers, 16 heads, 2 KV heads, vocab
+    151,936, tied embeddings, mrope [16, 24, 24]; vision depth 32, hidden 1280, full attention at
+    blocks 7/15/23/31 and 112-pixel windows elsewhere; bfloat16."""
+    return _shipped_json(QWEN2_5_VL_3B_CONFIG)
+
+
 def qwen2_5_vl_3b_generation_config() -> dict:
     """Qwen2.5-VL-3B-Instruct's published `generation_config.json`: near-greedy sampling
     (top_k 1, top_p 0.001, temperature 0.1, repetition_penalty 1.05) that `generate` falls back on
     for every field a caller leaves None."""
-    text = (resources.files(__package__) / QWEN2_5_VL_3B_GENERATION_CONFIG).read_text(encoding="utf-8")
-    return json.loads(text)
+    return _shipped_json(QWEN2_5_VL_3B_GENERATION_CONFIG)
+
+
+def qwen2_5_vl_3b_preprocessor_config() -> dict:
+    """Qwen2.5-VL-3B-Instruct's published `preprocessor_config.json`: images resized to between
+    3,136 and 12,845,056 pixels (sides multiples of 28), patch 14, merge 2, CLIP mean and std."""
+    return _shipped_json(QWEN2_5_VL_3B_PREPROCESSOR_CONFIG)
