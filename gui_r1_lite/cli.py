@@ -14,6 +14,7 @@ COMMANDS = {
     "capture": "gui_r1_lite.capture.__main__",
     "train": "gui_r1_lite.train",
     "evaluate": "gui_r1_lite.evaluate",
+    "online": "gui_r1_lite.online.__main__",
     "miniature": "gui_r1_lite.miniature.__main__",
 }
 

@@ -734,3 +734,89 @@ class LiveCurves:
                     live._handle = None  # the next run gets its own figure
 
         return _Live()
+
+
+def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float = 2.6, title: str | None = None):
+    """One online episode as a strip of its screenshots, in step order: on each, the scripted target
+    box and the predicted click (filled circle: hit, cross: miss, crosshair: no ground truth at that
+    step), under a caption of the step's answer and what the page did. `images` is the run folder
+    (records name their `screenshot` file in it), a mapping of record id to image, or a function of
+    the record. Returns the figure (titled by task, seed, instruction and outcome unless `title`)."""
+    records = sorted(records, key=lambda r: r.get("step", 0))
+    if not records:
+        raise ValueError("no step records: pass the records of one episode (an online run's steps.jsonl)")
+    folder = Path(images) if isinstance(images, (str, Path)) else None
+    pictures = [Image.open(folder / r["screenshot"]).convert("RGB") if folder else _image_for(images, r)
+                for r in records]
+    n = len(records)
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    fig_w = max(width * cols, 6.5)  # room for the title and legend even under one screenshot
+    size = readable_points(fig_w)
+    wrap = _chars_per_line(fig_w / cols, size)
+    captions = [[x for line in _strip_caption(r) for x in _wrap_lines(line, wrap, 2)][:5] for r in records]
+    lines = max(map(len, captions))
+    head = _wrap_lines(title if title is not None else _strip_title(records), _chars_per_line(fig_w, size), 3)
+    with _readable(fig_w):
+        fig, axes = plt.subplots(rows, cols, squeeze=False, layout="constrained",
+                                 figsize=(fig_w, _cell_height(pictures, min(width, fig_w / cols), fig_w, lines) * rows
+                                          + _legend_height(fig_w) + len(head) * size * 1.4 / 72))
+        for ax in axes.flat:
+            ax.axis("off")
+        for ax, rec, im, caption in zip(axes.flat, records, pictures, captions, strict=False):
+            _strip_panel(ax, rec, im, size)
+            ax.set_title("\n".join(caption), fontsize=size, loc="left")
+        fig.suptitle("\n".join(head), fontsize=size)
+        unknown = Line2D([], [], **_unknown_style(size), label="click, no scripted step to check")
+        fig.legend(handles=[*legend_handles(size), unknown], loc="outside lower center", ncols=2, frameon=False,
+                   title="positions in screenshot pixels", columnspacing=1.2, handletextpad=0.4)
+    return fig
+
+
+def _strip_panel(ax, record: dict, image: Image.Image, size: float) -> None:
+    """A screenshot framed in grey (the page is mostly white), its target box and the click."""
+    ax.axis("on")
+    ax.imshow(image)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_edgecolor("0.6")
+    ax.set_anchor("N")
+    if record.get("gt_action") is not None:
+        _mark(ax, record)
+    elif _shown_point(record) is not None:
+        ax.plot(*map(float, _shown_point(record)), **_unknown_style(size), clip_on=False)
+
+
+def _unknown_style(size: float) -> dict:
+    return {"marker": "P", "ms": 1.3 * size, "mfc": _rgb(UNKNOWN_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
+
+
+def _strip_caption(record: dict) -> list[str]:
+    """A strip panel's caption: step and outcome, the answer (point in screenshot pixels), the page's state."""
+    if record.get("gt_action") is None:
+        outcome = "? no scripted step"
+    else:
+        outcome = "✓ hit" if _outcome(record)["hit"] else "✗ miss"
+    lines = [f"step {record.get('step', 0) + 1} · {outcome}"]
+    if record.get("failed"):
+        lines.append(f"unparsable: {record['failed']}")
+    else:
+        answer = str(record.get("pred_action"))
+        if _shown_point(record) is not None:
+            answer += f" {_fmt_point(record.get('pred_coord'))}"
+        if record.get("pred_input_text") not in (None, "no input text"):
+            answer += f" {record['pred_input_text']!r}"
+        lines.append(answer)
+    if record.get("done"):
+        lines.append(f"page: done, reward {float(record.get('raw_reward', 0)):g}")
+    return lines
+
+
+def _strip_title(records: Sequence[dict]) -> str:
+    last = records[-1]
+    solved = bool(last.get("done")) and float(last.get("raw_reward", 0)) >= 1.0
+    outcome = (f"solved in {len(records)} step{'s' if len(records) > 1 else ''}" if solved
+               else f"not solved (page reward {float(last.get('raw_reward', 0)):g}"
+                    f"{'' if last.get('done') else ', not done'})")
+    return f"{last.get('task', '')} · seed {last.get('seed', '')} · {outcome}\n{last.get('instruction', '')}"

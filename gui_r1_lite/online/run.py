@@ -1,0 +1,294 @@
+"""`evaluate_online`: a policy (a baseline, a model folder or a loaded policy) plays episodes of
+MiniWoB++ tasks in headless Chromium, one record per step and per episode appended to the run
+folder (a stopped run resumes and skips finished episodes), and `online.json` sums them up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..actions import check_compat
+from ..capture.miniwob import TASKS, TEST_SEEDS, TRAIN_SEEDS, html_dir, miniwob_version
+from ..data import is_hub_id
+from ..errors import UsageError
+from ..evaluate import (
+    BASELINES,
+    Completer,
+    ModelCompleter,
+    as_completer,
+    check_settings,
+    completer_identity,
+    model_identity,
+    prediction_settings,
+    processor_pixels,
+)
+from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+from ..runfolder import RUN_FILE, as_stored, differences, fingerprint, read_record, refuse, writable_folder
+from ..runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, SHOTS_DIR, STEPS_FILE, Settings, max_steps_for, run_episode
+from .results import online_table, summarize_online
+
+#: Online episodes start here by default: far from the seeds of data_samples/.
+DEFAULT_SEED_START = 2000
+#: Seeds whose episodes are in data_samples/ (MiniWoB rows): online episodes never use them.
+RESERVED_SEEDS: dict[str, range] = {"training": TRAIN_SEEDS, "held-out": TEST_SEEDS}
+#: Tasks on which the oracle solves every episode. The other scripted ones, click-test-2 and
+#: click-button-sequence, place two buttons at random; when they overlap, the asked one's centre
+#: lies under the other (capture skips those episodes; an online run cannot).
+ORACLE_TASKS: tuple[str, ...] = tuple(t for t in TASKS if t not in ("click-test-2", "click-button-sequence"))
+EPISODES_FILE = "episodes.jsonl"
+ONLINE_JSON = "online.json"
+ONLINE_MD = "online.md"
+
+
+def known_tasks() -> list[str]:
+    """Every task MiniWoB++ has (its task pages' names)."""
+    return sorted(p.stem for p in html_dir().glob("*.html"))
+
+
+def check_tasks(tasks: str | Iterable[str], oracle: bool = False) -> list[str]:
+    """`tasks` (a list, or names separated by commas) checked against MiniWoB++'s; the oracle needs
+    a task with a script (`capture.miniwob.TASKS`). Raises `UsageError` naming the fix."""
+    names = [t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip()]
+    if not names:
+        raise UsageError(f"no task given; pass MiniWoB++ task names, e.g. {','.join(ORACLE_TASKS[:3])}")
+    known = known_tasks()
+    for t in names:
+        if t not in known:
+            near = difflib.get_close_matches(t, known, n=3)
+            hint = f"did you mean {', '.join(near)}? " if near else ""
+            raise UsageError(f"unknown MiniWoB++ task {t!r}; {hint}the {len(known)} tasks are the page names in "
+                             f"{html_dir()}")
+    if oracle:
+        unscripted = [t for t in names if t not in TASKS]
+        if unscripted:
+            raise UsageError(f"the oracle needs a task's scripted steps; {unscripted} have none. Scripted: "
+                             f"{sorted(TASKS)} (every episode solved on {list(ORACLE_TASKS)})")
+    return list(dict.fromkeys(names))
+
+
+def episode_seeds(seed_start: int, episodes: int) -> list[int]:
+    """The seeds of `episodes` episodes from `seed_start`; refused (`UsageError`) when they reach
+    the seeds of data_samples/ (`RESERVED_SEEDS`)."""
+    if episodes < 1:
+        raise UsageError(f"episodes must be at least 1 (per task), got {episodes}")
+    if seed_start < 0:
+        raise UsageError(f"seed_start must be 0 or more, got {seed_start}")
+    seeds = list(range(seed_start, seed_start + episodes))
+    for what, reserved in RESERVED_SEEDS.items():
+        clash = sorted(set(seeds) & set(reserved))
+        if clash:
+            raise UsageError(f"seeds {seeds[0]}–{seeds[-1]} reach the {what} seeds {reserved.start}–"
+                             f"{reserved.stop - 1} of data_samples/ (e.g. {clash[0]}): those episodes were trained "
+                             f"or tested on; start at {DEFAULT_SEED_START} (--seed-start) or above "
+                             f"{max(r.stop - 1 for r in RESERVED_SEEDS.values())}")
+    return seeds
+
+
+def _policy(policy: Any, adapter: str | os.PathLike | None,
+            penalty: float | None) -> tuple[Completer | None, str, dict, str | None]:
+    """(completer, name, identity, model source). A model folder is not loaded here (the source is
+    returned instead) so that cheap checks come first; a model without a repetition penalty of its
+    own gets `penalty` (a preset's)."""
+    if isinstance(policy, (str, os.PathLike)) and os.fspath(policy) not in BASELINES:
+        source = os.fspath(policy)
+        if not Path(source).expanduser().is_dir() and not is_hub_id(source):
+            raise UsageError(f"model folder {source} does not exist (relative paths start from {Path.cwd()}); "
+                             f"pass a saved model folder, a hub id, or one of {sorted(BASELINES)}")
+        name = "+".join(os.fspath(p) for p in (source, adapter) if p is not None)
+        return None, name, model_identity(source, adapter, repetition_penalty=penalty or 1.0), source
+    if adapter is not None:
+        raise UsageError("adapter goes with a model folder (policy=MODEL_DIR); a baseline or a loaded policy has none")
+    completer = as_completer(os.fspath(policy) if isinstance(policy, os.PathLike) else policy)
+    if isinstance(completer, ModelCompleter) and completer.repetition_penalty is None and penalty is not None:
+        completer = completer.with_repetition_penalty(penalty)
+    return completer, completer.name, completer_identity(completer), None
+
+
+def _pixels(completer: Completer, min_pixels: int | None, max_pixels: int | None) -> tuple[int, int]:
+    """The model frame's resize bounds: the given ones, else the processor's (a model), else GUI-R1's."""
+    lo, hi = (processor_pixels(completer.policy.processor) if isinstance(completer, ModelCompleter)
+              else (None, None))
+    lo = min_pixels if min_pixels is not None else lo
+    hi = max_pixels if max_pixels is not None else hi
+    return (lo if lo is not None else GUI_R1_MIN_PIXELS), (hi if hi is not None else GUI_R1_MAX_PIXELS)
+
+
+def open_online_folder(out_dir: str | os.PathLike, made_by: dict, about: dict | None = None,
+                       overwrite: bool = False) -> Path:
+    """`out_dir` as this run's folder: new or empty -> `run.json` written; same `made_by` -> resumed;
+    episodes made otherwise -> `RunFolderMismatch` saying what differs, or with `overwrite` they are
+    deleted and the run starts fresh."""
+    out = writable_folder(out_dir, "--out")
+    old = read_record(out)
+    if old is not None and old.get("made_by") == made_by:
+        return out
+    if not overwrite and (any(True for _ in iter_jsonl(out / EPISODES_FILE))
+                          or any(True for _ in iter_jsonl(out / STEPS_FILE))):
+        diffs = differences(old["made_by"], made_by) if isinstance((old or {}).get("made_by"), dict) else None
+        refuse(out, f"online episodes ({EPISODES_FILE})", diffs,
+               fresh=f"To start fresh, pass another --out, delete {out}, or pass --overwrite (overwrite=True)",
+               resume=f"to resume that run, run again with the same policy, tasks and settings (see {out / RUN_FILE})")
+    for name in (EPISODES_FILE, STEPS_FILE, ONLINE_JSON, ONLINE_MD):
+        (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / SHOTS_DIR, ignore_errors=True)
+    write_json_atomic(out / RUN_FILE, {"made_by": made_by, "fingerprint": fingerprint(made_by), **(about or {}),
+                                       "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    return out
+
+
+def finished_episodes(out: Path) -> dict[tuple[str, int], dict]:
+    """The finished episodes of a run folder by (task, seed). Steps of an episode a stopped run left
+    unfinished are dropped from the steps file (that episode is played again from its start)."""
+    episodes = {(e["task"], e["seed"]): e for e in iter_jsonl(out / EPISODES_FILE) if "task" in e}
+    for name, keep in ((EPISODES_FILE, lambda r: "task" in r),
+                       (STEPS_FILE, lambda r: (r.get("task"), r.get("seed")) in episodes)):
+        path = out / name
+        if path.exists():
+            text = path.read_text(encoding="utf-8")
+            records = [r for r in iter_jsonl(path) if keep(r)]
+            if len(text.splitlines()) != len(records) or (text and not text.endswith("\n")):
+                write_jsonl_atomic(path, records)
+    return episodes
+
+
+def read_episode(out_dir: str | os.PathLike, task: str | None = None, seed: int | None = None) -> list[dict]:
+    """The step records of one finished episode of a run folder, in order (for `viz.episode_strip`):
+    of `task` and `seed`, or by default the first of the finished episodes with the most steps."""
+    out = Path(out_dir)
+    episodes = [e for e in iter_jsonl(out / EPISODES_FILE)
+                if (task is None or e["task"] == task) and (seed is None or e["seed"] == seed)]
+    if not episodes:
+        raise ValueError(f"{out}: no finished episode" + (f" of {task}" if task else "")
+                         + (f" with seed {seed}" if seed is not None else ""))
+    chosen = max(episodes, key=lambda e: e["steps"])
+    steps = [r for r in iter_jsonl(out / STEPS_FILE) if (r["task"], r["seed"]) == (chosen["task"], chosen["seed"])]
+    return sorted(steps, key=lambda r: r["step"])
+
+
+def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed_start: int,
+                    out_dir: str | os.PathLike, *, max_steps: int | None = None,
+                    adapter: str | os.PathLike | None = None, min_pixels: int | None = None,
+                    max_pixels: int | None = None, max_new_tokens: int | None = None,
+                    compat: str = "official", progress: bool = False, overwrite: bool = False,
+                    preset: str | None = None) -> dict:
+    """Play `episodes` episodes (seeds `seed_start`, `seed_start + 1`, …) of each task in a live
+    MiniWoB++ page with `policy`, write every step to `out_dir`, and return (and write) online.json.
+
+    Args:
+        policy: "oracle", "random", a model folder (or hub id), a loaded policy or a `Completer`
+            (`evaluate.as_completer`).
+        tasks: MiniWoB++ task names (a list or "a,b"); the oracle needs scripted ones (`ORACLE_TASKS`
+            are solved in every episode).
+        episodes: episodes per task.
+        seed_start: the first episode seed; seeds of data_samples/ are refused.
+        out_dir: the run folder: run.json, steps.jsonl, episodes.jsonl, shots/, online.json, online.md.
+            A folder begun by the same policy, tasks and settings resumes (more episodes extend it).
+        max_steps: steps allowed per episode (default: a task's scripted steps + 2; 10 without a script).
+        adapter: a LoRA adapter folder for a model folder `policy`.
+        min_pixels: lower resize bound of the model frame (default: the preset's, else the
+            processor's, else GUI-R1's).
+        max_pixels: upper resize bound, likewise.
+        max_new_tokens: the longest answer generated (default: the preset's, else 256).
+        compat: how answers are read (`actions.parse_completion`).
+        progress: show a progress bar over episodes.
+        overwrite: when `out_dir` holds episodes made otherwise, delete them and start fresh instead
+            of refusing (`RunFolderMismatch`).
+        preset: "paper" or "fast" (`evaluate.PRESETS`): the values above left None, and the repetition
+            penalty of a model without one of its own, come from it.
+
+    Returns:
+        online.json's object: `success` (pooled), `ci95`, `tasks` {task: success, episodes, solved,
+        ci95, mean_steps, mean_raw_reward, ends}, `seeds`, `policy` and the settings.
+    """
+    compat = check_compat(compat)
+    decoding = prediction_settings(preset, max_new_tokens=max_new_tokens, min_pixels=min_pixels,
+                                   max_pixels=max_pixels)
+    min_pixels, max_pixels, max_new_tokens = (decoding[k] for k in ("min_pixels", "max_pixels", "max_new_tokens"))
+    completer, name, identity, source = _policy(policy, adapter, decoding["repetition_penalty"])
+    names = check_tasks(tasks, oracle=name == "oracle" and source is None)
+    seeds = episode_seeds(seed_start, episodes)
+    _check_numbers(max_steps, max_new_tokens, min_pixels, max_pixels)
+    made_by = as_stored({"policy": identity, "tasks": sorted(names), "compat": compat, "preset": decoding["preset"],
+                         "min_pixels": min_pixels, "max_pixels": max_pixels, "max_new_tokens": max_new_tokens,
+                         "max_steps": max_steps, "miniwob": miniwob_version(), "page_max_time_ms": PAGE_MAX_TIME_MS})
+    out = open_online_folder(out_dir, made_by, {"policy_name": name}, overwrite=overwrite)
+    done = finished_episodes(out)
+    todo = [(t, s) for t in names for s in seeds if (t, s) not in done]
+    if todo:
+        from ..capture.common import require_playwright
+
+        require_playwright()  # before a model loads: a missing browser costs nothing
+        if completer is None:
+            completer = _load(source, adapter, min_pixels, max_pixels, name, decoding["repetition_penalty"])
+        lo, hi = _pixels(completer, min_pixels, max_pixels)
+        settings = Settings(lo, hi, max_new_tokens, compat, out)
+        _play(completer, todo, settings, max_steps, progress)
+    summary = summarize_online(iter_jsonl(out / EPISODES_FILE), names, seeds)
+    summary.update({"policy": name, "compat": compat, "preset": decoding["preset"], "max_new_tokens": max_new_tokens,
+                    "max_steps": {t: max_steps_for(t, max_steps) for t in names},
+                    "miniwob": miniwob_version(), "success_means": "the page's raw reward is 1.0"})
+    write_json_atomic(out / ONLINE_JSON, summary)
+    write_text_atomic(out / ONLINE_MD, online_table(summary) + "\n")
+    return summary
+
+
+def _check_numbers(max_steps: int | None, max_new_tokens: int, min_pixels: int | None,
+                   max_pixels: int | None) -> None:
+    if max_steps is not None and max_steps < 1:
+        raise UsageError(f"max_steps must be at least 1, got {max_steps}")
+    if max_new_tokens < 1:
+        raise UsageError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
+    check_settings(None, min_pixels, max_pixels)
+
+
+def _load(source: str, adapter, min_pixels: int | None, max_pixels: int | None, name: str,
+          penalty: float | None) -> ModelCompleter:
+    from ..modeling import load_policy
+
+    # None bounds keep the processor's saved ones (a model is asked at the size it was trained at)
+    return ModelCompleter(load_policy(source, lora=None, adapter=adapter, min_pixels=min_pixels,
+                                      max_pixels=max_pixels), name=name, repetition_penalty=penalty)
+
+
+def _play(completer: Completer, todo: Sequence[tuple[str, int]], settings: Settings, max_steps: int | None,
+          progress: bool) -> None:
+    """Play the episodes of `todo` in one browser; each episode's record is appended when it ends.
+    Playwright's sync API refuses to run where an asyncio loop runs (a Jupyter kernel runs one), so
+    there the episodes are played in a worker thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _play_here(completer, todo, settings, max_steps, progress)
+    with ThreadPoolExecutor(1, thread_name_prefix="online") as pool:
+        return pool.submit(_play_here, completer, todo, settings, max_steps, progress).result()
+
+
+def _play_here(completer: Completer, todo: Sequence[tuple[str, int]], settings: Settings, max_steps: int | None,
+               progress: bool) -> None:
+    from tqdm.auto import tqdm
+
+    from ..capture.browser import chromium
+    from ..capture.miniwob import new_task_page
+
+    with chromium() as browser, tqdm(total=len(todo), desc=f"online {completer.name}", disable=not progress,
+                                     leave=False) as bar:
+        page = new_task_page(browser)
+        page.set_default_timeout(PAGE_TIMEOUT_MS)
+        for task, seed in todo:
+            episode = run_episode(page, completer, task, seed, max_steps_for(task, max_steps), settings)
+            append_jsonl(settings.out / EPISODES_FILE, episode)
+            bar.update(1)
+
+
+__all__ = ["DEFAULT_SEED_START", "EPISODES_FILE", "ONLINE_JSON", "ONLINE_MD", "ORACLE_TASKS", "RESERVED_SEEDS",
+           "check_tasks", "episode_seeds", "evaluate_online", "finished_episodes", "known_tasks",
+           "open_online_folder", "read_episode"]
