@@ -1,20 +1,26 @@
-"""The CUDA path on the tiny model: QLoRA (4-bit NF4 + LoRA) GRPO steps, and `evaluate` generating on
-the GPU. Marked `gpu`: skipped without CUDA; `scripts/gpu_smoke.sh` runs them on a GPU machine."""
+"""The CUDA path on the tiny model: QLoRA (4-bit NF4 + LoRA) GRPO steps, `evaluate` generating on the GPU,
+and the GPU benchmark's T4 path (fp16 under a memory cap). Marked `gpu`: skipped without CUDA;
+`scripts/gpu_smoke.sh` (and `scripts/gpu_check.sh`, which runs it) run them on a GPU machine."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 from gui_r1_lite import evaluate as E
+from gui_r1_lite.runio import read_json
 from gui_r1_lite.training import TrainConfig, read_metrics, train
 
 pytestmark = pytest.mark.gpu
 
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_FILE = ROOT / "data_samples" / "test" / "miniwob_test.parquet"
+BENCH = ROOT / "benchmarks" / "bench_gpu_recipe.py"
+GRPO_RECIPE = ROOT / "configs" / "grpo_qwen2_5_vl_3b_qlora.yaml"
 
 
 def _lora_and_base(model) -> tuple[dict, dict]:
@@ -52,12 +58,14 @@ class _Snapshot:
 
 def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_reward):
     snap = _Snapshot()
+    # the GPU recipe's learning rate: Adam's steps (~1e-5) are below half a bf16 step of most lora_A entries
+    # (|a| ~ 0.01: spacing ~ 6e-5), so in bf16 those would never change
     cfg = TrainConfig.from_dict(dict(
-        train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=2, num_generations=4,
-        per_device_train_batch_size=4, max_completion_length=12, learning_rate=5e-2, rewards={varying_reward: 1.0},
+        train_data=toy_data, output_dir=str(tmp_path / "run"), max_steps=3, num_generations=4,
+        per_device_train_batch_size=4, max_completion_length=12, learning_rate=1e-5, rewards={varying_reward: 1.0},
         quantization="4bit", device="cuda", min_pixels=3136, max_pixels=50176, logging_steps=1, save_steps=100))
     result = train(cfg, callbacks=[snap.callback()])
-    assert result.global_step == 2
+    assert result.global_step == 3
 
     model = snap.model
     assert all(p.device.type == "cuda" for p in model.parameters())
@@ -67,8 +75,12 @@ def test_qlora_grpo_on_cuda_moves_lora_weights_only(toy_data, tmp_path, varying_
     # compared with themselves at the start of training, not with a copy taken before the trainer cast them
     changed = [n for n in lora0 if "lora_B" in n and not torch.equal(lora0[n], lora1[n])]
     assert len(changed) == sum("lora_B" in n for n in lora0), "some lora_B weights never moved"
+    # lora_A gets a gradient from the second step on (lora_B starts at zero): most of its entries must move
+    a_names = [n for n in lora0 if "lora_A" in n]
+    moved = sum(int((lora0[n] != lora1[n]).sum()) for n in a_names) / sum(lora0[n].numel() for n in a_names)
+    assert moved > 0.5, f"only {moved:.0%} of the lora_A entries changed"
     assert all(torch.equal(base0[n], base1[n]) for n in base0), "base weights changed"
-    assert [r["step"] for r in read_metrics(result.metrics_path) if "loss" in r] == [1, 2]
+    assert [r["step"] for r in read_metrics(result.metrics_path) if "loss" in r] == [1, 2, 3]
 
     # The adapter it saved loads over the 4-bit base on CUDA and generates through evaluate.
     from gui_r1_lite.modeling import load_policy
@@ -88,6 +100,8 @@ def test_predict_on_cuda(tiny_model_dir, tmp_path, quantization):
     policy = load_policy(tiny_model_dir, quantization, lora=None, device="cuda",
                          min_pixels=TINY_MIN_PIXELS, max_pixels=TINY_MAX_PIXELS)
     assert next(policy.model.parameters()).device.type == "cuda"
+    four_bit = sum(type(m).__name__ == "Linear4bit" for m in policy.model.modules())
+    assert (four_bit > 0) == (quantization == "4bit")
     out = tmp_path / "eval"
     summary = E.evaluate(EVAL_FILE, E.ModelCompleter(policy), out, batch_size=4, max_new_tokens=8, limit=6,
                          progress=False)
@@ -113,3 +127,35 @@ def test_qlora_on_cuda_keeps_precision_as_decided(tiny_model_dir):
     assert vision == ({torch.bfloat16} if native_bf16() else {torch.float32})
     embed = model.get_base_model().model.language_model.embed_tokens.weight
     assert embed.dtype == expected and not embed.requires_grad
+
+
+def _bench_t4(out: Path, *extra: str) -> dict:
+    """The GPU benchmark's T4 path on the tiny model: GRPO recipe, two steps."""
+    proc = subprocess.run([sys.executable, str(BENCH), "--tiny", "--device", "cuda", "--t4", "--recipe",
+                           str(GRPO_RECIPE), "--steps", "2", "--out", str(out), *extra],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return read_json(out / f"{GRPO_RECIPE.stem}_t4.json")
+
+
+def test_bench_as_a_t4_runs_fp16_under_the_memory_cap(tmp_path):
+    result = _bench_t4(tmp_path)
+    assert result["status"] == "ok" and result["passed"]
+    # what the project decides on a GPU without native bf16: fp16 weights, fp32 vision tower and LoRA
+    prec = result["precision"]
+    assert prec["text_embedding"] == "torch.float16" and not prec["bf16"]
+    assert prec["vision"] == ["torch.float32"] and prec["lora"] == ["torch.float32"] and prec["linear4bit"] > 0
+    total = torch.cuda.get_device_properties(0).total_memory
+    assert result["memory_limit_gib"] == 15.0
+    assert result["memory_fraction"] == pytest.approx(min(1.0, 15 * 1024**3 / total), abs=1e-4)
+    assert result["memory"]["training"]["peak_reserved_gib"] <= 15.0
+    length = result["settings"]["max_completion_length"]
+    assert result["generation"]["min_new_tokens"] == length == result["completion_lengths"]["min"]
+
+
+def test_bench_memory_cap_binds(tmp_path):
+    # 1 MiB cannot hold even the tiny model: the run stops for memory, and a T4 running out is a finding
+    result = _bench_t4(tmp_path, "--t4-gib", "0.001")
+    assert result["status"] == "out_of_memory" and result["passed"]
+    assert result["memory"]["at_failure"]["peak_reserved_gib"] <= 0.001
+
