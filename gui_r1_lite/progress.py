@@ -90,37 +90,57 @@ class Stage:
             return None
         return (t - t0) / (k - k0) * max(0, self.steps - k)
 
+    def brief(self) -> str:
+        """`seed 1 · warm_train step 12/200` (the name alone while no step is known)."""
+        got = self.step()
+        return f"{self.name} step {min(got[1], self.steps)}/{self.steps}" if got and self.steps else self.name
+
 
 @dataclass
 class ProgressView:
-    """Folds progress records into a status line for the notebook `label`."""
+    """Folds progress records into a status line for the notebook `label`. Stages of seeds run side
+    by side (numbered: `index`/`total`) interleave their records: each running stage keeps its own
+    steps, and the line follows the stage started last, naming the others that run beside it."""
 
     label: str
     started: float = field(default_factory=time.time)
     stage: Stage | None = None
     durations: list[float] = field(default_factory=list)  # of the finished stages that ran (not cached)
+    running: dict[str, Stage] = field(default_factory=dict)  # started and not yet ended, by name
+    numbers: set[int] = field(default_factory=set)  # the numbers (`index`) of the stages started
+    side_by_side: bool = False  # whether numbered stages have run at the same time
 
     def add(self, rec: dict) -> bool:
         """Take one record; True when it starts a new stage (a line is due)."""
         name, t, event = str(rec.get("stage", "")), float(rec.get("t", time.time())), rec.get("event", "step")
         if event == "end":
-            if self.stage is not None and self.stage.name == name:
-                self.durations.append(float(rec.get("seconds", t - self.stage.started)))
+            ended = self.running.pop(name, None)
+            if ended is not None:
+                self.durations.append(float(rec.get("seconds", t - ended.started)))
+            if self.stage is not None and self.stage.name == name and self.running:
+                self.stage = max(self.running.values(), key=lambda s: s.started)
             return False
-        new = self.stage is None or self.stage.name != name or event == "start"
+        st = self.running.get(name)
+        new = st is None or event == "start"
         if new:
-            self.stage = Stage(name, t, int(rec.get("index") or 0), int(rec.get("total") or 0),
-                               rec.get("steps"), rec.get("count_lines"))
+            st = Stage(name, t, int(rec.get("index") or 0), int(rec.get("total") or 0), rec.get("steps"),
+                       rec.get("count_lines"))
+            # only stages numbered among a run's stages run side by side; any other ends when the next begins
+            self.running = {k: v for k, v in self.running.items() if v.total and k != name}
+            self.running[name] = self.stage = st
+            self.numbers |= {st.index} if st.total else set()
+            self.side_by_side |= sum(1 for v in self.running.values() if v.total) > 1
         if "step" in rec:
-            self.stage.steps = rec.get("steps", self.stage.steps)
+            st.steps = rec.get("steps", st.steps)
             point = (t, int(rec["step"]))
-            self.stage.first = self.stage.first or point
-            self.stage.last = point
+            st.first = st.first or point
+            st.last = point
         return new
 
     def line(self, now: float | None = None, cell: str | None = None) -> str:
         """`[pipeline] <notebook> 6m12s · cell 9/13 · stage 5/7 seed 0 · sft_grpo_train: step 30/60,
-        1m02s in stage, ~40s left · ~3m10s left in 2 more stages`."""
+        1m02s in stage, ~40s left · ~3m10s left in 2 more stages`; with stages side by side, also
+        `· beside it: seed 1 · warm_train step 12/200`."""
         now = time.time() if now is None else now
         parts = [f"[pipeline] {self.label} {clock(now - self.started)}"] + ([f"cell {cell}"] if cell else [])
         st = self.stage
@@ -135,9 +155,13 @@ class ProgressView:
         if left is not None:
             detail.append(f"~{clock(left)} left")
         parts.append(f"{where}{st.name}: {', '.join(detail)}")
-        more = st.total - st.index
+        beside = [s for s in self.running.values() if s is not st]
+        if beside:
+            parts.append("beside it: " + ", ".join(s.brief() for s in beside))
+        # one after the other, a stage's number says how many came before it (cached ones too)
+        more = st.total - (len(self.numbers) if self.side_by_side else st.index)
         if more > 0 and self.durations:
-            rest = sum(self.durations) / len(self.durations) * more + (left or 0.0)
+            rest = sum(self.durations) / len(self.durations) * more / (1 + len(beside)) + (left or 0.0)
             parts.append(f"~{clock(rest)} left in {more} more stage{'s' if more > 1 else ''}")
         return " · ".join(parts)
 

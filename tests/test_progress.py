@@ -149,3 +149,34 @@ def test_a_notebook_without_a_parameters_cell_gets_them_all(tmp_path):
     (tmp_path / "unreadable.ipynb").write_text("{}")
     for name in ("n.ipynb", "unreadable.ipynb"):  # papermill then injects (or refuses) them itself
         assert pipeline.declared_parameters(tmp_path / name, {"run_dir": "y"}) == {"run_dir": "y"}
+
+
+def test_seeds_side_by_side_interleave_without_a_line_per_step():
+    view = progress.ProgressView("04_grpo_training", started=0.0)
+    assert view.add({"t": 0.0, "stage": "seed 0 · warm_train", "event": "start", "index": 2, "total": 14, "steps": 10})
+    assert view.add({"t": 1.0, "stage": "seed 1 · warm_train", "event": "start", "index": 9, "total": 14, "steps": 10})
+    # the two seeds' step records alternate: no new line for either
+    assert not any(view.add({"t": 2.0 + k, "stage": f"seed {k % 2} · warm_train", "step": k, "steps": 10})
+                   for k in range(6))
+    line = view.line(now=8.0)
+    assert "stage 9/14 seed 1 · warm_train: step 5/10" in line and "beside it: seed 0 · warm_train step 4/10" in line
+    assert not view.add({"t": 9.0, "stage": "seed 1 · warm_train", "event": "end", "seconds": 8.0})
+    assert view.stage.name == "seed 0 · warm_train" and view.durations == [8.0]
+    assert "beside it" not in view.line(now=9.0)
+
+
+def test_a_stage_without_a_number_ends_when_the_next_begins():
+    view = progress.ProgressView("04_grpo_training", started=0.0)
+    assert view.add({"t": 0.0, "stage": "scoring the start policy", "event": "start", "steps": 4})
+    assert view.add({"t": 5.0, "stage": "GRPO training", "step": 0, "steps": 4})
+    assert "beside it" not in view.line(now=6.0) and list(view.running) == ["GRPO training"]
+
+
+def test_the_stages_left_count_those_not_started_when_seeds_run_side_by_side():
+    view = progress.ProgressView("04", started=0.0)
+    view.add({"t": 0.0, "stage": "seed 0 · a", "event": "start", "index": 1, "total": 4})
+    view.add({"t": 1.0, "stage": "seed 1 · a", "event": "start", "index": 3, "total": 4})
+    view.add({"t": 2.0, "stage": "seed 1 · a", "event": "end", "seconds": 1.0})
+    view.add({"t": 3.0, "stage": "seed 1 · b", "event": "start", "index": 4, "total": 4})
+    view.add({"t": 4.0, "stage": "seed 1 · b", "event": "end", "seconds": 1.0})
+    assert view.stage.name == "seed 0 · a" and view.line(now=5.0).endswith("~1s left in 1 more stage")
