@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint setup capture-deps clean
+.PHONY: run test lint setup capture-deps clean study
 
 $(BIN)/.installed: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,12 @@ setup: $(BIN)/.installed
 
 run: setup
 	$(BIN)/python -m gui_r1_lite.pipeline $(ARGS)
+
+# the full miniature study (5 seeds, SFT matched on visits and on seconds, every task; hours on 2 cores);
+# a rerun continues it. Its tables and wall time land in $(STUDY)/study.md and study.json.
+STUDY ?= runs/study
+study: setup
+	$(BIN)/python -m gui_r1_lite.miniature --study $(STUDY) $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)

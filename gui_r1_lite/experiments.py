@@ -4,8 +4,9 @@ the profile's experiment (the recipe's GRPO run, or the miniature: GRPO against 
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,19 +15,24 @@ import yaml
 
 from . import pipeline
 from .miniature import MiniatureSettings, arm_results, run_miniature
+from .miniature.parallel import default_workers
+from .miniature.runner import online_missing
 from .profiles import Profile, get_profile
 from .progress import report
 
 EXPERIMENTS = ("miniature", "recipe")
 #: What notebook 05 needs of the miniature besides its arms (`miniature_of`), kept in notebook 04's result.
 MINIATURE_DETAILS = ("seeds", "n_heldout", "data", "per_task_click_accuracy", "warm_start", "compute", "seconds",
-                     "settings")
+                     "settings", "workers", "threads", "wall_seconds_this_call")
+#: ... and those it has when the run made them (the statistics; online stages).
+MINIATURE_OPTIONAL = ("stats", "online_success")
 
 
 @dataclass
 class Experiment:
     """What notebook 04 runs: `kind` "recipe" (`config`, scored on `heldout`) or "miniature"
-    (`settings` over `seeds`, written under `miniature_dir`), for `profile`, into `output_dir`."""
+    (`settings` over `seeds`, `workers` of them side by side, written under `miniature_dir`), for
+    `profile`, into `output_dir`."""
 
     kind: str
     profile: Profile
@@ -35,6 +41,8 @@ class Experiment:
     heldout: Path | None = None         # recipe: the rows answered before and after training
     settings: MiniatureSettings | None = None
     seeds: list[int] = field(default_factory=list)
+    workers: int = 0                    # miniature: seeds side by side (0: one per core, at most one per seed)
+    notes: list[str] = field(default_factory=list)  # what the plan changed in what was asked, and why
 
     @property
     def miniature_dir(self) -> Path:
@@ -45,9 +53,9 @@ class Experiment:
         return {"min_pixels": self.profile.min_pixels, "max_pixels": self.profile.max_pixels}
 
     def describe(self) -> str:
-        """The training configuration (recipe) or the miniature's settings, as YAML."""
+        """The training configuration (recipe) or the miniature's settings, as YAML (notes first, as comments)."""
         values = self.config.to_dict() if self.kind == "recipe" else self.settings.to_dict()
-        return yaml.safe_dump(values, sort_keys=False)
+        return "".join(f"# {note}\n" for note in self.notes) + yaml.safe_dump(values, sort_keys=False)
 
 
 @dataclass
@@ -64,12 +72,13 @@ class TrainingRun:
     base_model: str
     trained_model: str | None = None    # a fully fine-tuned model folder
     adapter_dir: str | None = None      # a LoRA adapter on `base_model`
+    study: dict | None = None           # the miniature: `run_miniature`'s result, every seed
 
 
 def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.PathLike,
                     data_dir: str | os.PathLike, run_dir: str | os.PathLike, train_data: str = "",
                     max_steps: int = 0, seeds: str | Sequence[int] = "0,1,2",
-                    miniature_settings: str = "") -> Experiment:
+                    miniature_settings: str = "", workers: int = 0, online_episodes: int = 0) -> Experiment:
     """Notebook 04's parameters as an `Experiment`, checked before anything trains.
 
     Args:
@@ -82,6 +91,10 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
         max_steps: recipe: GRPO steps (0: the recipe's).
         seeds: miniature: the seeds, as "0,1,2" or a list.
         miniature_settings: miniature: a YAML mapping of `MiniatureSettings` overrides.
+        workers: miniature: seeds side by side, a process each (0: one per core, at most one per seed).
+        online_episodes: miniature: closed-loop episodes per task and arm in the live page (0: those
+            of `miniature_settings`, by default none); where the live page cannot run (no Chromium,
+            Playwright or miniwob) the plan scores offline only and says so in `notes`.
     """
     prof = get_profile(profile)
     kind = experiment or prof.experiment
@@ -90,9 +103,19 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
         return Experiment(kind, prof, out, config=_recipe_config(prof, out, data_dir, run_dir, train_data, max_steps),
                           heldout=_heldout(prof, data_dir))
     if kind == "miniature":
-        settings = MiniatureSettings.from_overrides(**(yaml.safe_load(miniature_settings or "") or {})).validate()
+        overrides = yaml.safe_load(miniature_settings or "") or {}
+        notes = []
+        missing = online_missing() if online_episodes else None
+        if missing:
+            notes.append(f"online_episodes={online_episodes} asked, but {missing}: scored offline only")
+        elif online_episodes:
+            overrides["online_episodes"] = int(online_episodes)
+        settings = MiniatureSettings.from_overrides(**overrides).validate()
         seed_list = [int(s) for s in (seeds.split(",") if isinstance(seeds, str) else seeds) if str(s).strip()]
-        return Experiment(kind, prof, out, settings=settings, seeds=seed_list)
+        if not seed_list:
+            raise ValueError(f"seeds {seeds!r}: no seed to run")
+        return Experiment(kind, prof, out, settings=settings, seeds=seed_list, notes=notes,
+                          workers=int(workers) or default_workers(settings.threads, len(seed_list)))
     raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {kind!r}")
 
 
@@ -116,28 +139,51 @@ def _heldout(prof: Profile, data_dir) -> Path:
     return eval_file if eval_file.exists() else Path(data_dir, "test")
 
 
-def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4) -> TrainingRun:
+def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4, live=None) -> TrainingRun:
     """Train `exp` and score the policy before and after training on held-out rows.
 
-    The miniature runs its first seed (warm start, GRPO, SFT continuation, evaluations; the other
-    seeds are `miniature.run_miniature`'s); "before" is the warm start, "after" SFT → GRPO. The
+    The miniature runs every seed (warm start, GRPO, SFT continuation, evaluations), `exp.workers`
+    of them side by side; "before" is the first seed's warm start, "after" its SFT → GRPO. The
     recipe scores its starting policy on `samples_shown` rows of each held-out file, trains, and
     scores the trained adapter on the same rows. `callbacks` (TrainerCallbacks, e.g. live curves)
-    go to every training run.
+    go to every training run in this process; seeds run side by side are followed instead by
+    `live` (a `viz.LiveCurves`), redrawn from the first seed's training log as it grows.
     """
     if exp.kind == "miniature":
-        return _run_first_seed(exp, callbacks)
+        return _run_miniature(exp, callbacks, live)
     return _run_recipe(exp, callbacks, samples_shown)
 
 
-def _run_first_seed(exp: Experiment, callbacks: Sequence) -> TrainingRun:
-    first = run_miniature(exp.miniature_dir, exp.seeds[:1], settings=exp.settings, callbacks=list(callbacks))
+def follow_first_seed(live, seed_dir: Path) -> Callable[[], None]:
+    """A `watch` for `run_miniature`: redraw `live` (a `viz.LiveCurves`) from the training log of the
+    stage the seed in `seed_dir` is training, at most every `live.every` seconds."""
+    import time
+
+    last = [float("-inf")]
+
+    def watch() -> None:
+        if time.monotonic() - last[0] < live.every:
+            return
+        with contextlib.suppress(OSError):  # a log replaced while it is read: the next call draws it
+            logs = sorted(seed_dir.glob("*_train/metrics.jsonl"), key=lambda p: p.stat().st_mtime)
+            if logs:
+                live.draw(logs[-1])
+                last[0] = time.monotonic()
+
+    return watch
+
+
+def _run_miniature(exp: Experiment, callbacks: Sequence, live) -> TrainingRun:
+    side_by_side = exp.workers > 1 and len(exp.seeds) > 1
+    watch = follow_first_seed(live, exp.miniature_dir / f"seed{exp.seeds[0]}") if live and side_by_side else None
+    study = run_miniature(exp.miniature_dir, exp.seeds, settings=exp.settings, workers=exp.workers,
+                          callbacks=() if side_by_side else list(callbacks), watch=watch)
     seed = str(exp.seeds[0])
-    predictions, models = first["predictions"][seed], first["models"][seed]
-    return TrainingRun(grpo_run=Path(first["runs"][seed]["sft_grpo"]), heldout=first["data"]["heldout"],
+    predictions, models = study["predictions"][seed], study["models"][seed]
+    return TrainingRun(grpo_run=Path(study["runs"][seed]["sft_grpo"]), heldout=study["data"]["heldout"],
                        before_dir=Path(predictions["warm"]), after_dir=Path(predictions["sft_grpo"]),
                        before_name="SFT warm start", after_name="SFT → GRPO",
-                       base_model=models["warm"][0], trained_model=models["sft_grpo"][0])
+                       base_model=models["warm"][0], trained_model=models["sft_grpo"][0], study=study)
 
 
 def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: Path, limit: int) -> None:
@@ -181,7 +227,7 @@ def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None
               "base_model": run.base_model, "adapter_dir": run.adapter_dir, "trained_model": run.trained_model}
     if study is not None:
         result["miniature"] = arm_results(study)
-        result["miniature_details"] = {k: study[k] for k in MINIATURE_DETAILS}
+        result["miniature_details"] = {k: study[k] for k in (*MINIATURE_DETAILS, *MINIATURE_OPTIONAL) if k in study}
     return result
 
 

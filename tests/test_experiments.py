@@ -3,6 +3,7 @@ run both experiments end to end)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,46 @@ def test_cpu_mini_plans_the_miniature_with_the_notebook_s_settings(tmp_path):
     assert exp.kind == "miniature" and exp.seeds == [0, 2]
     assert exp.settings.warm_steps == 8 and exp.miniature_dir == tmp_path / "04" / "miniature"
     assert "warm_steps: 8" in exp.describe()
+
+
+def test_the_miniature_runs_its_seeds_side_by_side_one_per_core(tmp_path, monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert plan(tmp_path, seeds="0,1,2").workers == 2
+    assert plan(tmp_path, seeds="0").workers == 1  # one seed: nothing beside it
+    assert plan(tmp_path, seeds="0,1,2", workers=1).workers == 1
+    monkeypatch.setattr(experiments, "online_missing", lambda: None)
+    assert plan(tmp_path, online_episodes=3).settings.online_episodes == 3
+    monkeypatch.setattr(experiments, "online_missing", lambda: "Chromium not found")
+    offline = plan(tmp_path, online_episodes=3)  # the notebook still runs, offline, and says why
+    assert offline.settings.online_episodes == 0 and "Chromium not found" in offline.describe()
+    with pytest.raises(ValueError, match="no seed"):
+        plan(tmp_path, seeds=" ")
+
+
+class _Live:
+    """What `follow_first_seed` uses of `viz.LiveCurves`."""
+
+    every = 0.0
+
+    def __init__(self) -> None:
+        self.drawn: list[Path] = []
+
+    def draw(self, path: Path) -> None:
+        self.drawn.append(path)
+
+
+def test_the_live_curves_follow_the_first_seed_s_stage_in_training(tmp_path):
+    live = _Live()
+    watch = experiments.follow_first_seed(live, tmp_path / "seed0")
+    watch()
+    assert live.drawn == []  # nothing trains yet
+    append_jsonl(tmp_path / "seed0" / "warm_train" / "metrics.jsonl", {"step": 1, "loss": 2.0})
+    watch()
+    later = tmp_path / "seed0" / "sft_grpo_train" / "metrics.jsonl"
+    append_jsonl(later, {"step": 1, "loss": 1.0})
+    os.utime(later, (later.stat().st_mtime + 5,) * 2)  # written after the warm start's log
+    watch()
+    assert [p.parent.name for p in live.drawn] == ["warm_train", "sft_grpo_train"]
 
 
 def test_bad_miniature_settings_fail_before_anything_trains(tmp_path):

@@ -1,19 +1,27 @@
-"""GUI-R1 in miniature: row ids, settings, data splits, the stage cache, the report, and a whole run
-(every arm, every stage) on a tiny budget."""
+"""GUI-R1 in miniature: row ids, settings, data splits, the stage cache, the report, seeds side by side
+in processes of their own, the validation sweep's grid, and a whole run (every arm, every stage) on a
+tiny budget, with online stages played by a stand-in of the live-page evaluator."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
 
 from gui_r1_lite import miniature, progress
 from gui_r1_lite.data import load_gui_r1
+from gui_r1_lite.errors import RunFailed
 from gui_r1_lite.miniature.__main__ import parse_overrides
-from gui_r1_lite.miniature.runner import STAGES_PER_SEED
+from gui_r1_lite.miniature.parallel import run_parallel
+from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
 from gui_r1_lite.miniature.stages import run_stage
-from gui_r1_lite.runio import read_jsonl
+from gui_r1_lite.miniature.study import run_study, share_stages
+from gui_r1_lite.miniature.sweep import choose, config_name, configurations, run_sweep, sweep_table
+from gui_r1_lite.runio import read_json, read_jsonl
 
 TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
                    max_completion_length=8, max_new_tokens=8, eval_limit=6, eval_batch_size=6,
@@ -33,6 +41,10 @@ def test_row_ids_give_task_and_seed():
     ({"warm_steps": 0}, "warm_steps"),
     ({"num_generations": 1}, "num_generations"),
     ({"tasks": ("click-everything",)}, "unknown task"),
+    ({"sft_extra_stop": 0.0}, "sft_extra_stop"),
+    ({"threads": 0}, "threads"),
+    ({"online_arms": ("oracle",)}, "online_arms"),
+    ({"online_episodes": 2, "online_seed_start": 1000}, "online_seed_start"),
 ])
 def test_settings_are_checked(over, words):
     with pytest.raises(ValueError, match=words):
@@ -117,13 +129,115 @@ def test_an_unfinished_training_stage_starts_over(tmp_path):
     assert not (folder / "half-written").exists() and (folder / miniature.STAGE_FILE).exists()
 
 
-def test_fair_seconds_gives_sft_the_grpo_arm_s_training_time():
-    run = miniature.SeedRun(Path("."), 0, miniature.MiniatureSettings(fair="seconds"), {})
+def test_fair_seconds_gives_sft_the_grpo_arm_s_training_time(tmp_path):
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
     run.stages = {"warm_train": {"train_runtime": 20.0, "seconds": 25.0, "steps": 10},
                   "sft_grpo_train": {"train_runtime": 30.0, "seconds": 40.0, "steps": 5}}
     assert run.sft_steps() == 15  # 30 s of GRPO at 2 s per SFT step
     run.settings = miniature.MiniatureSettings(extra_prompts=160, sft_batch=8)
     assert run.sft_steps() == 20  # "visits": 160 prompts, 8 a step
+    run.settings = miniature.MiniatureSettings(extra_prompts=160, sft_batch=8, sft_extra_stop=0.5)
+    assert run.sft_budget() == {"fair": "visits", "budget_steps": 20, "stop": 0.5, "steps": 10}  # early stopping
+
+
+def test_fair_seconds_keeps_the_steps_it_resolved_to_for_a_rerun(tmp_path):
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
+    run.stages = {"warm_train": {"train_runtime": 20.0, "seconds": 25.0, "steps": 10},
+                  "sft_grpo_train": {"train_runtime": 30.0, "seconds": 40.0, "steps": 5}}
+    assert run.sft_steps() == 15
+    assert read_json(tmp_path / "seed0" / SFT_BUDGET_FILE)["grpo_seconds"] == 30.0
+    run.stages["sft_grpo_train"]["train_runtime"] = 90.0  # a rerun measures other seconds (load) ...
+    assert run.sft_steps() == 15  # ... and trains the steps the first run resolved to
+
+
+def test_a_seed_s_stages_and_the_online_ones_when_asked_for():
+    names = miniature.stage_names(miniature.MiniatureSettings())
+    assert len(names) == STAGES_PER_SEED and names[0] == "random_eval" and "sft_grpo_train" in names
+    with_online = miniature.stage_names(miniature.MiniatureSettings(online_episodes=3, online_arms=("sft",)))
+    assert with_online == [*names, "sft_online"]
+
+
+# --- seeds side by side --------------------------------------------------------------------------------
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def _fail_on_two(x: int) -> int:
+    if x == 2:
+        raise ValueError("two is not allowed")
+    return x
+
+
+def _die_on_two(x: int) -> int:
+    if x == 2:
+        os._exit(9)  # as a process killed for memory ends: no word back
+    return x
+
+
+def test_jobs_run_in_processes_of_their_own_and_come_back_by_key():
+    assert run_parallel(_square, {"a": (2,), "b": (3,), "c": (4,)}, workers=2, threads=1,
+                        name=str) == {"a": 4, "b": 9, "c": 16}  # a third job starts when one of two ends
+
+
+@pytest.mark.parametrize("fn, words", [(_fail_on_two, "job 2: ValueError: two is not allowed"),
+                                       (_die_on_two, r"job 2: its process ended \(exit code 9\) without a result")])
+def test_a_failed_job_is_named_and_the_others_finish(tmp_path, fn, words):
+    watched = []
+    with pytest.raises(RunFailed, match=words) as err:
+        run_parallel(fn, {1: (1,), 2: (2,)}, workers=2, threads=1, poll=0.2,
+                     name=lambda k: f"job {k}", watch=lambda: watched.append(1))
+    assert "job 1" not in str(err.value) and "continues" in str(err.value)
+    assert watched  # the main process's live view was called while the jobs ran
+
+
+def test_callbacks_need_the_seeds_in_this_process(tmp_path):
+    with pytest.raises(ValueError, match="workers=1"):
+        miniature.run_miniature(tmp_path, seeds=[0, 1], workers=2, callbacks=[object()], **TINY_BUDGET)
+
+
+def test_online_stages_need_the_live_page_evaluator(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "miniwob", None)  # as if the package were not there
+    with pytest.raises(ValueError, match="online_episodes > 0 needs the live MiniWoB.* miniwob is missing"):
+        miniature.run_miniature(tmp_path, seeds=[0], online_episodes=2, **TINY_BUDGET)
+
+
+# --- the validation sweep and the study's shared stages -----------------------------------------------
+
+
+def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
+    configs = configurations()
+    assert len(configs["sft"]) == len(configs["sft_grpo"]) == 6
+    assert {tuple(c) for c in configs["sft"]} == {("sft_extra_lr", "sft_extra_stop")}  # lr AND stopping point
+    assert {tuple(c) for c in configs["sft_grpo"]} == {("grpo_lr", "temperature")}
+    with pytest.raises(ValueError, match="as many configurations"):
+        configurations({"sft": {"sft_extra_lr": (1e-5,)}, "sft_grpo": {"grpo_lr": (1e-4, 2e-4)}})
+    assert config_name("sft", {"sft_extra_lr": 1e-05, "sft_extra_stop": 0.5}) == "sft-sft_extra_lr=1e-05-sft_extra_stop=0.5"
+
+
+def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
+    configs = {"sft": [{"sft_extra_lr": 1e-5}, {"sft_extra_lr": 1e-4}], "sft_grpo": [{"grpo_lr": 1e-4}, {"grpo_lr": 2e-4}]}
+    runs = [{"arm": "sft", "config": {"sft_extra_lr": 1e-5}, "metrics": {"click_accuracy": v}} for v in (0.4, 0.6)]
+    runs += [{"arm": "sft", "config": {"sft_extra_lr": 1e-4}, "metrics": {"click_accuracy": v}} for v in (0.7, 0.2)]
+    runs += [{"arm": "sft_grpo", "config": c, "metrics": {"click_accuracy": 0.5}} for c in configs["sft_grpo"]]
+    chosen = choose(runs, configs)
+    assert chosen["sft"]["config"] == {"sft_extra_lr": 1e-5} and chosen["sft"]["click_accuracy"] == pytest.approx(0.5)
+    assert chosen["sft_grpo"]["config"] == {"grpo_lr": 1e-4} and chosen["sft_grpo"]["ties"] == [{"grpo_lr": 2e-4}]
+
+
+def test_the_seconds_matched_part_shares_the_stages_fair_does_not_change(tmp_path):
+    src, dst = tmp_path / "visits", tmp_path / "seconds"
+    for name in ("warm_train", "sft_train"):
+        (src / "seed0" / name).mkdir(parents=True)
+        (src / "seed0" / name / "stage.json").write_text("{}")
+        (src / "seed0" / name / "model.safetensors").write_text("weights")
+    (src / "seed0" / "sft_grpo_train").mkdir()  # unfinished: not shared
+    assert share_stages(src, dst, [0]) == ["seed0/warm_train"]
+    shared = dst / "seed0" / "warm_train" / "model.safetensors"
+    assert shared.read_text() == "weights" and not (dst / "seed0" / "sft_train").exists()
+    assert os.stat(shared).st_ino == os.stat(src / "seed0" / "warm_train" / "model.safetensors").st_ino  # a link
+    assert share_stages(src, dst, [0]) == []  # already there
 
 
 def test_aggregate_uses_the_sample_standard_deviation():
@@ -137,24 +251,35 @@ def test_aggregate_uses_the_sample_standard_deviation():
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, dict]:
+    """Both seeds side by side (the default: a process each on this 2-core machine), as the main job
+    runs them: reporting progress."""
     out = tmp_path_factory.mktemp("mini") / "mini"
-    with pytest.MonkeyPatch.context() as mp:  # run as the main job runs it: reporting progress
+    with pytest.MonkeyPatch.context() as mp:
         mp.setenv(progress.PROGRESS_ENV, str(out.parent / "progress.jsonl"))
-        return out, miniature.run_miniature(out, seeds=SEEDS, **TINY_BUDGET)
+        return out, miniature.run_miniature(out, seeds=SEEDS, workers=2, **TINY_BUDGET)
+
+
+def test_the_seeds_ran_side_by_side_on_one_thread_each(tiny_run):
+    _, result = tiny_run
+    assert result["workers"] == 2 and result["threads"] == 1
+    for seed in SEEDS:
+        for name in miniature.stage_names(miniature.MiniatureSettings()):
+            record = read_json(tiny_run[0] / f"seed{seed}" / name / miniature.STAGE_FILE)
+            assert record["threads"] == 1 and record["deterministic"] is True
 
 
 def test_every_stage_reports_its_start_steps_and_end(tiny_run):
     records = read_jsonl(tiny_run[0].parent / "progress.jsonl")
-    starts = [r for r in records if r["event"] == "start"]
+    starts = {r["stage"]: r for r in records if r["event"] == "start"}  # the two seeds' records interleave
     per_seed = STAGES_PER_SEED
-    assert [r["index"] for r in starts] == list(range(1, 2 * per_seed + 1))
-    assert {r["total"] for r in starts} == {2 * per_seed}
-    assert starts[per_seed]["stage"] == "seed 1 · random_eval" and starts[1]["stage"] == "seed 0 · warm_train"
+    assert sorted(r["index"] for r in starts.values()) == list(range(1, 2 * per_seed + 1))
+    assert {r["total"] for r in starts.values()} == {2 * per_seed}
+    assert starts["seed 1 · random_eval"]["index"] == per_seed + 1 and starts["seed 0 · warm_train"]["index"] == 2
     assert [r["step"] for r in records if r["stage"] == "seed 0 · warm_train" and r["event"] == "step"][-1] == 2
-    assert starts[1]["steps"] == 2 and starts[0]["steps"] == 6  # training steps; held-out rows scored
-    assert Path(starts[0]["count_lines"]).name == "predictions.jsonl"
+    assert starts["seed 0 · warm_train"]["steps"] == 2 and starts["seed 0 · random_eval"]["steps"] == 6
+    assert Path(starts["seed 0 · random_eval"]["count_lines"]).name == "predictions.jsonl"
     ends = [r["stage"] for r in records if r["event"] == "end"]
-    assert ends == [r["stage"] for r in starts]
+    assert sorted(ends) == sorted(starts)
 
 
 def test_every_arm_reports_every_metric_for_every_seed(tiny_run):
@@ -166,6 +291,10 @@ def test_every_arm_reports_every_metric_for_every_seed(tiny_run):
             assert len(v["per_seed"]) == 2 and all(0.0 <= x <= 1.0 for x in v["per_seed"])
             assert v["mean"] == pytest.approx(sum(v["per_seed"]) / 2)
     assert result["n_heldout"] == 6
+    gain = result["stats"]["gain"]["click_accuracy"]
+    paired = [b - a for a, b in zip(result["sft"]["click_accuracy"]["per_seed"],
+                                    result["sft_grpo"]["click_accuracy"]["per_seed"], strict=True)]
+    assert gain["per_seed"] == pytest.approx(paired) and -1.0 <= gain["ci95"][0] <= gain["mean"] <= gain["ci95"][1] <= 1.0
 
 
 def test_the_random_baseline_always_writes_the_format(tiny_run):
@@ -226,3 +355,91 @@ def test_a_rerun_reuses_every_finished_stage(tiny_run):
 def test_a_rerun_with_other_settings_is_refused(tiny_run):
     with pytest.raises(ValueError, match="other settings"):
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "warm_steps": 3})
+    with pytest.raises(ValueError, match="other settings"):  # the thread count changes the figures
+        miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "threads": 2})
+
+
+def test_the_data_split_is_made_once_per_run_folder(tiny_run):
+    record = tiny_run[0] / "data" / "data.json"
+    made = os.stat(record).st_mtime_ns
+    miniature.run_miniature(tiny_run[0], seeds=[0], **TINY_BUDGET)
+    assert os.stat(record).st_mtime_ns == made
+
+
+def test_a_crash_names_the_seed_and_stage_and_keeps_the_other_seed_s_stages(tiny_run, tmp_path):
+    out = tmp_path / "crash"
+    share_stages(tiny_run[0], out, SEEDS, ["random_eval", "warm_train"])  # both seeds' first stages: no retraining
+    (out / "seed1" / "sft_grpo_train").write_text("a file where the stage's folder goes")
+    with pytest.raises(RunFailed, match=r"seed 1 · sft_grpo_train: NotADirectoryError") as err:
+        miniature.run_miniature(out, seeds=SEEDS, workers=2, **TINY_BUDGET)
+    assert "seed 0" not in str(err.value)
+    assert all((out / "seed0" / name / miniature.STAGE_FILE).exists()
+               for name in miniature.stage_names(miniature.MiniatureSettings()))
+
+
+class _StandIn:
+    """The live-page evaluator's interface (`online.evaluate_online`), recording its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict] = []
+
+    def evaluate_online(self, policy, tasks, episodes, seed_start, out_dir, *, max_steps=None, adapter=None,
+                        min_pixels=None, max_pixels=None, max_new_tokens=256, compat="official", progress=False):
+        self.calls.append({"policy": policy, "tasks": tasks, "episodes": episodes, "seed_start": seed_start,
+                           "out_dir": Path(out_dir), "pixels": (min_pixels, max_pixels), "adapter": adapter})
+        solved = 1 if isinstance(policy, str) else 0  # trained models solve one episode a task, random none
+        return {"success": solved / episodes, "seeds": list(range(seed_start, seed_start + episodes)),
+                "tasks": {t: {"success": solved / episodes, "episodes": episodes, "ci95": [0.0, 1.0],
+                              "mean_steps": 2.0} for t in tasks}}
+
+
+def test_each_arm_plays_in_the_live_page_as_a_cached_stage(tiny_run, tmp_path, monkeypatch):
+    stand_in = _StandIn()
+    monkeypatch.setitem(sys.modules, "gui_r1_lite.online", types.SimpleNamespace(evaluate_online=stand_in.evaluate_online))
+    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: None)  # no browser needed
+    out = tmp_path / "online"
+    share_stages(tiny_run[0], out, SEEDS, miniature.stage_names(miniature.MiniatureSettings()))  # offline: done
+    over = {**TINY_BUDGET, "online_episodes": 2, "online_seed_start": 3000}
+    result = miniature.run_miniature(out, seeds=SEEDS, workers=1, **over)
+    assert len(stand_in.calls) == 2 * len(miniature.ONLINE_ARMS)
+    call = stand_in.calls[0]
+    assert call["tasks"] == ["click-tab", "login-user"] and call["episodes"] == 2 and call["seed_start"] == 3000
+    assert call["out_dir"] == out / "seed0" / "random_online" and call["pixels"][0] is not None
+    assert type(call["policy"]).__name__ == "RandomBaseline" and call["policy"].seed == 0  # the seed's own random
+    assert stand_in.calls[1]["policy"] == result["models"]["0"]["warm"][0]
+    assert result["online"]["1"]["sft_grpo"]["tasks"]["click-tab"]["episodes"] == 2
+    assert result["online_success"]["sft"]["per_seed"] == [0.5, 0.5]
+    assert result["online_success"]["random"]["mean"] == 0.0
+    again = miniature.run_miniature(out, seeds=SEEDS, workers=1, **over)
+    assert len(stand_in.calls) == 8 and again["online"] == result["online"]  # read back, not played again
+
+
+def test_the_sweep_tunes_both_arms_on_the_validation_seeds_only(tiny_run, tmp_path):
+    out = tmp_path / "sweep"
+    share_stages(tiny_run[0], out, [0], ["warm_train"])  # the seed's warm start, trained on seeds 0-24
+    grid = {"sft": {"sft_extra_lr": (1e-5, 1e-4)}, "sft_grpo": {"temperature": (0.7, 1.0)}}
+    result = run_sweep(out, [0], grid=grid, workers=1, **{**TINY_BUDGET, "fair": "seconds", "temperature": 0.7})
+    assert json.loads((out / "sweep.json").read_text())["chosen"] == result["chosen"]
+    assert sorted((r["arm"], tuple(r["config"].values())) for r in result["runs"]) == [
+        ("sft", (1e-5,)), ("sft", (1e-4,)), ("sft_grpo", (0.7,)), ("sft_grpo", (1.0,))]
+    assert set(result["chosen"]) == {"sft", "sft_grpo"} and result["seconds_basis"] == {"temperature": 0.7}
+    scored = load_gui_r1(result["data"]["heldout"])
+    assert {miniature.seed_of(s.id) for s in scored} <= set(range(25, 30))  # never the held-out file
+    grpo = read_json(out / "sft_grpo-temperature=0.7" / "seed0" / "sft_grpo_train" / miniature.STAGE_FILE)
+    sft = read_json(out / "sft-sft_extra_lr=0.0001" / "seed0" / "sft_train" / miniature.STAGE_FILE)
+    assert sft["budget"]["fair"] == "seconds" and sft["budget"]["grpo_seconds"] == grpo["train_runtime"]
+    assert all(r["train_seconds"] > 0 and 0.0 <= r["metrics"]["click_accuracy"] <= 1.0 for r in result["runs"])
+    assert "chosen" in sweep_table(result)
+
+
+def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path):
+    out = tmp_path / "study"
+    share_stages(tiny_run[0], out / "visits", [0], miniature.stage_names(miniature.MiniatureSettings()))
+    study = run_study(out, [0], workers=1, online_episodes=0, **TINY_BUDGET)
+    assert set(study["parts"]) == {"visits", "seconds", "all_tasks"} and study["wall_seconds"] > 0
+    assert json.loads((out / "study.json").read_text())["wall_seconds"] == study["wall_seconds"]
+    seconds = read_json(out / "seconds" / miniature.RESULT_FILE)
+    assert seconds["settings"]["fair"] == "seconds" and "warm_train" in seconds["skipped_stages"]["0"]  # shared
+    assert seconds["compute"]["0"]["sft"]["budget"]["fair"] == "seconds"
+    assert read_json(out / "all_tasks" / miniature.RESULT_FILE)["settings"]["tasks"] is None
+    assert (out / "study.md").read_text().count("\n## ") == 3

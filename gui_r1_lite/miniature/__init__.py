@@ -11,8 +11,11 @@ Design (the README's miniature section has the figures):
   `random` (`evaluate.RandomBaseline`), `sft` and `sft_grpo`. Both trained arms start from the
   SAME SFT warm start (`warm`, `warm_steps` steps), then each gets the same extra budget on the
   same training rows: `sft` continues SFT, `sft_grpo` runs GRPO with the `rewards` of
-  `rewards.REWARDS`. Each arm's learning rate is its best on the validation split
-  (`VALIDATION_RUNS`); the held-out file played no part in any choice.
+  `rewards.REWARDS`. Each arm's continuation settings are its best on the validation split
+  (`VALIDATION_RUNS`; `--sweep` tunes both arms with the same number of configurations, SFT over
+  learning rate and stopping point, GRPO over learning rate and temperature: `SWEEP_GRID`); the
+  settings not tuned are listed with their reasons in `FIXED_A_PRIORI`. The held-out file played no
+  part in any choice.
 - Fair compute (`fair`): "visits" (default) gives both arms the same number of prompt visits
   after the warm start (`extra_prompts`; a GRPO visit is one prompt with `num_generations`
   sampled answers, an SFT visit one prompt with its target answer), i.e. both see the same
@@ -25,32 +28,47 @@ Design (the README's miniature section has the figures):
   rows with a box target) and `strict_step_success` (`metrics.action_metrics`); mean, sample
   std (ddof 1) and per-seed values over the seeds.
 
-Everything lands under `out_dir`: `data/` (the filtered files), `seed<N>/<arm>_train/` (models,
-`metrics.jsonl`) and `seed<N>/<arm>_eval/` (predictions), each with `stage.json` when the stage
-finished (`stages`), and `miniature.json`. A rerun skips every stage whose `stage.json` exists; an
-interrupted training stage starts over.
+Reproducible to the digit: every stage runs on `threads` torch threads (1 by default) with
+deterministic algorithms (`parallel.pinned_threads`), so a seed's figures depend on its seed and the
+settings, not on the machine's load or on how many seeds ran beside it; the seeds run side by side,
+a process each (`workers`, default one per core). Under `fair="seconds"` the SFT steps resolved from
+measured seconds are kept (`seed<N>/sft_budget.json`) and reused by a rerun.
 
-    python -m gui_r1_lite.miniature --out runs/miniature [--seeds 0,1,2] [--validate]
+Everything lands under `out_dir`: `data/` (the filtered files, made once), `seed<N>/<arm>_train/`
+(models, `metrics.jsonl`), `seed<N>/<arm>_eval/` (predictions) and, with `online_episodes`,
+`seed<N>/<arm>_online/` (episodes in the live page), each with `stage.json` when the stage finished
+(`stages`), and `miniature.json`. A rerun skips every stage whose `stage.json` exists; an interrupted
+training stage starts over.
+
+    python -m gui_r1_lite.miniature --out runs/miniature [--seeds 0,1,2] [--validate] [--workers 2]
+    python -m gui_r1_lite.miniature --study runs/study     # the full study (`study`), or: make study
+    python -m gui_r1_lite.miniature --sweep runs/sweep     # tune both arms on validation (`sweep`)
 """
 
 from .report import ARMS, METRICS, WARM, aggregate, arm_results, miniature_table
-from .runner import RESULT_FILE, TRAINED, SeedRun, run_miniature, run_seed
+from .runner import RESULT_FILE, TRAINED, SeedRun, run_miniature, run_seed, stage_names
 from .settings import (
     ALL_TASKS,
     DEFAULT_HELDOUT,
     DEFAULT_TASKS,
     DEFAULT_TRAIN,
     FAIR_MODES,
+    FIXED_A_PRIORI,
     LAYOUT_TASKS,
+    ONLINE_ARMS,
+    SWEEP_GRID,
     VALIDATION_RUNS,
     MiniatureSettings,
 )
-from .splits import prepare_data, seed_of, select_rows, task_mix, task_of
+from .splits import prepare_data, prepared_data, seed_of, select_rows, task_mix, task_of
 from .stages import STAGE_FILE, arm_metrics, per_task_click_accuracy
+from .study import run_study
+from .sweep import run_sweep
 
 __all__ = [
-    "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "LAYOUT_TASKS",
-    "METRICS", "RESULT_FILE", "STAGE_FILE", "TRAINED", "VALIDATION_RUNS", "WARM", "MiniatureSettings", "SeedRun",
-    "aggregate", "arm_metrics", "arm_results", "miniature_table", "per_task_click_accuracy", "prepare_data",
-    "run_miniature", "run_seed", "seed_of", "select_rows", "task_mix", "task_of",
+    "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
+    "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED", "VALIDATION_RUNS",
+    "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "miniature_table",
+    "per_task_click_accuracy", "prepare_data", "prepared_data", "run_miniature", "run_seed", "run_study", "run_sweep",
+    "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
 ]

@@ -1,4 +1,5 @@
-"""`python -m gui_r1_lite.miniature`: run the miniature from the command line and print its table."""
+"""`python -m gui_r1_lite.miniature`: run the miniature, the full study (`--study`) or the validation
+sweep (`--sweep`) from the command line and print its table."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from ..runfolder import writable_folder
 from .report import miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
+from .study import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, run_study, study_markdown
+from .sweep import SWEEP_FILE, run_sweep, sweep_table
 
 #: Settings whose YAML lists become tuples.
-_TUPLES = ("tasks", "train_seeds", "validation_seeds")
+_TUPLES = ("tasks", "train_seeds", "validation_seeds", "online_arms")
 
 
 def parse_overrides(items: list[str]) -> dict:
@@ -35,12 +38,19 @@ def parse_overrides(items: list[str]) -> dict:
     return overrides
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the miniature with the command line's seeds, files and `--set` overrides."""
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m gui_r1_lite.miniature", description=miniature.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True, help="output folder (a rerun skips finished stages)")
-    ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out", help="output folder of one miniature run (a rerun skips finished stages)")
+    where.add_argument("--study", metavar="OUT", help="run the full study into OUT: seeds 0-4 (--seeds), SFT matched "
+                       "on visits and on seconds, every task as a secondary run, closed-loop episodes "
+                       f"(--set online_episodes=N, default {STUDY_ONLINE_EPISODES}); wall time in OUT/{STUDY_FILE}")
+    where.add_argument("--sweep", metavar="OUT", help="tune both arms on the validation split into OUT "
+                       f"(settings.SWEEP_GRID, seeds --seeds, default 0); every run in OUT/{SWEEP_FILE}")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2; --study 0-4; --sweep 0)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="seeds (or sweep runs) side by side, a process each (default: one per core)")
     ap.add_argument("--train-data", default=str(DEFAULT_TRAIN), help="MiniWoB++ training parquet")
     ap.add_argument("--heldout-data", default=str(DEFAULT_HELDOUT), help="held-out MiniWoB++ parquet")
     ap.add_argument("--validate", action="store_true",
@@ -48,19 +58,48 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
                     help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
     ap.add_argument("--progress", action="store_true", help="show training logs")
+    return ap
+
+
+def _seeds(text: str | None, default: tuple[int, ...]) -> list[int]:
+    if text is None:
+        return list(default)
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"--seeds {text}: expected comma-separated integers such as 0,1,2") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the miniature, the study or the sweep with the command line's seeds, files and `--set` overrides."""
+    ap = _parser()
     args = ap.parse_args(argv)
     try:
         overrides = parse_overrides(args.set)
     except ValueError as exc:
         ap.error(str(exc))
-    try:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    except ValueError:
-        raise UsageError(f"--seeds {args.seeds}: expected comma-separated integers such as 0,1,2") from None
-    writable_folder(args.out, "--out")
+    if args.validate and not args.out:
+        ap.error("--validate goes with --out (the sweep always scores on the validation split, the study never)")
     t0 = time.perf_counter()
-    result = run_miniature(args.out, seeds, train_data=args.train_data, heldout_data=args.heldout_data,
-                           validate=args.validate, progress=args.progress, **overrides)
+    if args.study:
+        writable_folder(args.study, "--study")
+        episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)
+        study = run_study(args.study, _seeds(args.seeds, STUDY_SEEDS), workers=args.workers, online_episodes=episodes,
+                          train_data=args.train_data, heldout_data=args.heldout_data, **overrides)
+        print(study_markdown(study))
+        print(f"\nwrote {Path(args.study) / STUDY_FILE}")
+        return 0
+    if args.sweep:
+        writable_folder(args.sweep, "--sweep")
+        result = run_sweep(args.sweep, _seeds(args.seeds, (0,)), train_data=args.train_data, workers=args.workers,
+                           **overrides)
+        print(sweep_table(result))
+        print(f"\nwall time {result['wall_seconds']:.1f} s; wrote {Path(args.sweep) / SWEEP_FILE}")
+        return 0
+    writable_folder(args.out, "--out")
+    result = run_miniature(args.out, _seeds(args.seeds, (0, 1, 2)), train_data=args.train_data,
+                           heldout_data=args.heldout_data, validate=args.validate, progress=args.progress,
+                           workers=args.workers, **overrides)
     print(miniature_table(result))
     print(f"\nwall time {time.perf_counter() - t0:.1f} s; wrote {Path(args.out) / RESULT_FILE}")
     return 0

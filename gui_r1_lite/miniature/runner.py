@@ -1,38 +1,51 @@
 """The miniature's run: for each seed the random baseline, the shared SFT warm start and the two
-arms after it (`sft`, `sft_grpo`), each trained and scored as a cached stage; then the seeds combined
-into `miniature.json`."""
+arms after it (`sft`, `sft_grpo`), each trained and scored as a cached stage (and, when asked, played
+in the live MiniWoB++ page); the seeds side by side in processes of their own; then the seeds
+combined into `miniature.json`."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import RunFailed, UsageError
 from ..runio import read_json, write_json_atomic
-from .report import WARM, combine_seeds
+from .parallel import default_workers, pinned_threads, run_parallel
+from .report import WARM, aggregate, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
-from .splits import prepare_data
-from .stages import evaluate_stage, policy_of, run_stage, train_stage
+from .splits import prepared_data
+from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_stage, train_stage
 
 RESULT_FILE = "miniature.json"
 SETTINGS_FILE = "settings.json"
+#: How the `sft` arm's steps were reached (`SeedRun.sft_budget`), kept per seed so that a rerun
+#: under `fair="seconds"` trains the steps it resolved to, not those of its own, other, timings.
+SFT_BUDGET_FILE = "sft_budget.json"
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
-_COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "seconds")
-#: Stages of one seed: the random baseline's evaluation, and a training and an evaluation per trained arm.
+_COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "seconds", "budget")
+#: Offline stages of one seed: the random baseline's evaluation, and a training and an evaluation per trained arm.
 STAGES_PER_SEED = 1 + 2 * len(TRAINED)
+
+
+def stage_names(settings: MiniatureSettings) -> list[str]:
+    """A seed's stages in the order they run: offline, then `<arm>_online` when episodes are asked for."""
+    names = ["random_eval", "warm_train", "sft_grpo_train", "sft_train", "sft_eval", "sft_grpo_eval", "warm_eval"]
+    return names + ([f"{arm}_online" for arm in settings.online_arms] if settings.online_episodes else [])
 
 
 @dataclass
 class SeedRun:
-    """The stages of one seed, each in `out_dir/seed<N>/<arm>_train` or `<arm>_eval` and cached
-    there. `callbacks` (TrainerCallbacks, e.g. live curves) go to every training stage; `place`
-    (this seed's position, number of seeds) numbers the stages in the main job's progress."""
+    """The stages of one seed, each in `out_dir/seed<N>/<stage>` and cached there. `callbacks`
+    (TrainerCallbacks, e.g. live curves) go to every training stage; `place` (this seed's position,
+    number of seeds) numbers the stages in the main job's progress. Every stage runs on
+    `settings.threads` torch threads with deterministic algorithms (`parallel.pinned_threads`)."""
 
     out_dir: Path
     seed: int
@@ -42,6 +55,8 @@ class SeedRun:
     callbacks: Sequence = ()
     place: tuple[int, int] = (0, 1)
     stages: dict[str, dict] = field(default_factory=dict)
+    runtime: dict = field(default_factory=dict)  # what every stage records of its threads
+    current: str = ""                            # the stage running or last run
 
     @property
     def folder(self) -> Path:
@@ -49,21 +64,27 @@ class SeedRun:
 
     def announce(self, name: str, **fields: Any) -> dict:
         """The progress record of stage `name` starting: its name, its number among all seeds' stages, `fields`."""
-        index = self.place[0] * STAGES_PER_SEED + len(self.stages) + 1
-        return {"stage": f"seed {self.seed} · {name}", "index": index,
-                "total": self.place[1] * STAGES_PER_SEED, **fields}
+        per_seed = len(stage_names(self.settings))
+        index = self.place[0] * per_seed + len(self.stages) + 1
+        return {"stage": f"seed {self.seed} · {name}", "index": index, "total": self.place[1] * per_seed, **fields}
+
+    def _run(self, name: str, fn: Callable[[], dict], announce: dict, *, fresh: bool = False,
+             record: dict | None = None) -> dict:
+        self.current = name
+        self.stages[name] = run_stage(self.folder / name, fn, self.progress, fresh=fresh, announce=announce,
+                                      record={**self.runtime, **(record or {})})
+        return self.stages[name]
 
     def train(self, arm: str, method: str, *, steps: int, lr: float, scheduler: str,
-              start: tuple[str, str | None] | None = None) -> dict:
+              start: tuple[str, str | None] | None = None, record: dict | None = None) -> dict:
         from ..training.callbacks import TrainingProgress
 
         name, s = f"{arm}_train", self.settings
         folder, announce = self.folder / name, self.announce(name, steps=steps)
         callbacks = [*self.callbacks, TrainingProgress(announce["stage"])]
-        self.stages[name] = run_stage(folder, lambda: train_stage(
+        return self._run(name, lambda: train_stage(
             s, folder, method=method, start=start, train_file=self.data["train"], steps=steps, lr=lr,
-            seed=self.seed, scheduler=scheduler, callbacks=callbacks), self.progress, fresh=True, announce=announce)
-        return self.stages[name]
+            seed=self.seed, scheduler=scheduler, callbacks=callbacks), announce, fresh=True, record=record)
 
     def evaluate(self, arm: str) -> dict:
         name, limit = f"{arm}_eval", self.settings.eval_limit
@@ -72,49 +93,95 @@ class SeedRun:
         rows = self.data.get("n_heldout")
         announce = self.announce(name, steps=min(rows, limit) if rows and limit else rows,
                                  count_lines=str(folder / "predictions.jsonl"))
-        self.stages[name] = run_stage(folder, lambda: evaluate_stage(
-            self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}"), self.progress,
-            announce=announce)
-        return self.stages[name]
+        return self._run(name, lambda: evaluate_stage(
+            self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}"), announce)
 
-    def sft_steps(self) -> int:
-        """The `sft` arm's steps: as many prompt visits as the `sft_grpo` arm ("visits"), or as many
-        steps as fit in its training time at the warm start's measured speed ("seconds")."""
-        if self.settings.fair == "visits":
-            return self.settings.sft_extra_steps_visits
+    def play(self, arm: str) -> dict:
+        """`arm`'s closed-loop episodes in the live page (`stages.online_stage`)."""
+        name, s = f"{arm}_online", self.settings
+        folder = self.folder / name
+        policy = self.seed if arm == "random" else policy_of(s, self.stages[f"{arm}_train"])
+        announce = self.announce(name, steps=len(s.online_tasks) * s.online_episodes)
+        return self._run(name, lambda: online_stage(s, folder, policy), announce)
+
+    def sft_budget(self) -> dict:
+        """The `sft` arm's steps and how they were reached: its budget is as many prompt visits as the
+        `sft_grpo` arm ("visits"), or as many steps as fit in that arm's training time at the warm
+        start's measured speed ("seconds"); it trains `sft_extra_stop` of it. A "seconds" budget is
+        written to `seed<N>/sft_budget.json` when first resolved and read from there on a rerun."""
+        s = self.settings
+        if s.fair == "visits":
+            budget = math.ceil(s.extra_prompts / s.sft_batch)
+            return {"fair": "visits", "budget_steps": budget, "stop": s.sft_extra_stop, "steps": s.stopped(budget)}
+        path = self.folder / SFT_BUDGET_FILE
+        try:
+            return read_json(path)
+        except (FileNotFoundError, ValueError):
+            pass
         warm, grpo = self.stages["warm_train"], self.stages["sft_grpo_train"]
         sft_step_s = (warm.get("train_runtime") or warm["seconds"]) / max(1, warm["steps"])
-        return max(1, round((grpo.get("train_runtime") or grpo["seconds"]) / sft_step_s))
+        grpo_s = grpo.get("train_runtime") or grpo["seconds"]
+        budget = max(1, round(grpo_s / sft_step_s))
+        record = {"fair": "seconds", "grpo_seconds": grpo_s, "sft_step_seconds": round(sft_step_s, 4),
+                  "budget_steps": budget, "stop": s.sft_extra_stop, "steps": s.stopped(budget)}
+        write_json_atomic(path, record)
+        return record
+
+    def sft_steps(self) -> int:
+        """The `sft` arm's steps (`sft_budget`)."""
+        return self.sft_budget()["steps"]
 
     def run(self) -> dict:
         """Every stage of the seed, in order; returns `summary()`."""
         s = self.settings
-        self.evaluate("random")
-        warm = self.train(WARM, "sft", steps=s.warm_steps, lr=s.sft_lr, scheduler=s.warm_scheduler)
-        start = policy_of(s, warm)  # both arms start from the warm start
-        self.train("sft_grpo", "grpo", steps=s.grpo_steps, lr=s.grpo_lr, scheduler=s.extra_scheduler, start=start)
-        self.train("sft", "sft", steps=self.sft_steps(), lr=s.sft_extra_lr, scheduler=s.extra_scheduler, start=start)
-        for arm in ("sft", "sft_grpo", WARM):
-            self.evaluate(arm)
+        with pinned_threads(s.threads) as runtime:
+            self.runtime = runtime
+            self.evaluate("random")
+            warm = self.train(WARM, "sft", steps=s.warm_steps, lr=s.sft_lr, scheduler=s.warm_scheduler)
+            start = policy_of(s, warm)  # both arms start from the warm start
+            self.train("sft_grpo", "grpo", steps=s.grpo_steps, lr=s.grpo_lr, scheduler=s.extra_scheduler,
+                       start=start)
+            budget = self.sft_budget()
+            self.train("sft", "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
+                       start=start, record={"budget": budget})
+            for arm in ("sft", "sft_grpo", WARM):
+                self.evaluate(arm)
+            if s.online_episodes:
+                for arm in s.online_arms:
+                    self.play(arm)
         return self.summary()
 
     def summary(self) -> dict:
-        """Per-arm metrics, per-task click accuracy, compute and seconds, and where each arm's
-        training run, model and predictions are."""
+        """Per-arm metrics, per-task click accuracy, compute and seconds, online results, and where
+        each arm's training run, model and predictions are."""
         st, scored = self.stages, ("random", "sft", "sft_grpo", WARM)
         seconds = {"random": st["random_eval"]["seconds"], WARM: st["warm_train"]["seconds"],
                    **{a: st[f"{a}_train"]["seconds"] + st[f"{a}_eval"]["seconds"] for a in ("sft", "sft_grpo")},
                    "warm_eval": st["warm_eval"]["seconds"]}
+        online = {name.removesuffix("_online"): {k: v for k, v in rec.items() if k != "skipped"}
+                  for name, rec in st.items() if name.endswith("_online")}
+        seconds.update({f"{a}_online": online[a]["seconds"] for a in online})
         return {"metrics": {a: st[f"{a}_eval"]["metrics"] for a in scored},
                 "per_task": {a: st[f"{a}_eval"]["per_task_click_accuracy"] for a in scored},
                 "n_eval": st["sft_eval"]["n"],
                 "compute": {a: {k: st[f"{a}_train"].get(k) for k in _COMPUTE
-                                if k != "completions" or a == "sft_grpo"} for a in TRAINED},
+                                if (k != "completions" or a == "sft_grpo") and (k != "budget" or a == "sft")}
+                            for a in TRAINED},
                 "seconds": seconds,
+                "online": online,
+                "threads": self.runtime.get("threads"),
                 "runs": {a: str(self.folder / f"{a}_train") for a in TRAINED},
                 "models": {a: policy_of(self.settings, st[f"{a}_train"]) for a in TRAINED},
                 "predictions": {a: str(self.folder / f"{a}_eval") for a in scored},
                 "skipped": sorted(k for k, v in st.items() if v.get("skipped"))}
+
+    def finished(self) -> bool:
+        """Whether every stage of the seed has its record (a run would only read them back)."""
+        return all((self.folder / name / STAGE_FILE).exists() for name in stage_names(self.settings))
+
+    def unfinished(self) -> str:
+        """The first stage of the seed without its record ("" when all have one)."""
+        return next((n for n in stage_names(self.settings) if not (self.folder / n / STAGE_FILE).exists()), "")
 
 
 def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, progress: bool = False,
@@ -124,7 +191,18 @@ def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, 
     return SeedRun(Path(out_dir), seed, settings, data, progress, callbacks, place).run()
 
 
-def _check_same_settings(out: Path, wanted: dict) -> None:
+def seed_job(out_dir: str, seed: int, settings: MiniatureSettings, data: dict, progress: bool,
+             place: tuple[int, int]) -> dict:
+    """`run_seed` in a job process; an error names the seed and the stage it stopped in."""
+    run = SeedRun(Path(out_dir), seed, settings, data, progress, (), place)
+    try:
+        return run.run()
+    except Exception as exc:
+        log = f" (its log: {run.folder / run.current / 'log.txt'})" if run.current else ""
+        raise RunFailed(f"seed {seed} · {run.current or 'setup'}: {type(exc).__name__}: {exc}{log}") from exc
+
+
+def check_same_settings(out: Path, wanted: dict) -> None:
     """Stages cached under `out` are reused only by a run with the same settings."""
     path = out / SETTINGS_FILE
     if not path.exists():
@@ -133,10 +211,65 @@ def _check_same_settings(out: Path, wanted: dict) -> None:
         raise UsageError(f"{out} holds a run with other settings ({path}); use another out_dir or delete it")
 
 
+def online_missing() -> str | None:
+    """Why closed-loop episodes cannot be played here (the live-page evaluator, Python Playwright,
+    Chromium or the miniwob package missing), or None when they can."""
+    import importlib.util
+
+    from ..capture.common import CaptureDependencyError, require_playwright
+
+    for module in ("gui_r1_lite.online", "miniwob"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"the Python package {module} is missing"
+        except (ImportError, ValueError):
+            return f"the Python package {module} is missing"
+    try:
+        require_playwright()
+    except CaptureDependencyError as exc:
+        return str(exc)
+    return None
+
+
+def need_online(settings: MiniatureSettings) -> None:
+    """Refuse, before anything trains, online stages that could not run (`online_missing`)."""
+    missing = online_missing() if settings.online_episodes else None
+    if missing:
+        raise UsageError(f"online_episodes > 0 needs the live MiniWoB++ page, but {missing}; "
+                         "set online_episodes=0 to score offline only")
+
+
+def _run_seeds(out: Path, seeds: list[int], settings: MiniatureSettings, data: dict, *, progress: bool,
+               callbacks: Sequence, workers: int, watch: Callable[[], None] | None) -> dict[int, dict]:
+    """Every seed's summary: seeds with stages left to run in `workers` job processes (in this one
+    when `workers` is 1), the others read back here."""
+    places = {seed: (i, len(seeds)) for i, seed in enumerate(seeds)}
+    runs = {seed: SeedRun(out, seed, settings, data, progress, callbacks, places[seed]) for seed in seeds}
+    todo = [seed for seed in seeds if not runs[seed].finished()]
+    done: dict[int, dict] = {}
+    if workers > 1 and len(todo) > 1:
+        jobs = {seed: (str(out), seed, settings, data, progress, places[seed]) for seed in todo}
+        done = run_parallel(seed_job, jobs, workers=min(workers, len(todo)), threads=settings.threads, watch=watch,
+                            name=lambda seed: f"seed {seed} · {runs[seed].unfinished() or 'setup'}")
+    return {seed: done[seed] if seed in done else runs[seed].run() for seed in seeds}
+
+
+def _add_online_success(result: dict) -> None:
+    """Each arm's closed-loop success over the seeds that played it (`report.aggregate`), beside
+    `result["online"]` (`{seed: {arm: online result}}`, kept by `report.combine_seeds`)."""
+    online = result.get("online") or {}
+    played = [v for v in online.values() if v]
+    if not played:
+        return
+    arms = [a for a in played[0] if all(a in v for v in played)]
+    result["online_success"] = {a: aggregate([v[a]["success"] for v in played]) for a in arms}
+
+
 def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), *,
                   train_data: str | os.PathLike = DEFAULT_TRAIN, heldout_data: str | os.PathLike = DEFAULT_HELDOUT,
                   settings: MiniatureSettings | None = None, validate: bool = False, progress: bool = False,
-                  callbacks: Sequence = (), **overrides: Any) -> dict:
+                  callbacks: Sequence = (), workers: int | None = None, watch: Callable[[], None] | None = None,
+                  **overrides: Any) -> dict:
     """Run the miniature (every arm for every seed) and write `out_dir/miniature.json`.
 
     Args:
@@ -148,13 +281,20 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
         settings: the budget (default `MiniatureSettings()`); `overrides` replace its fields.
         validate: score on the validation seeds of `train_data` instead of `heldout_data`.
         progress: show training logs instead of writing them to each stage's `log.txt`.
-        callbacks: TrainerCallbacks given to every training stage (e.g. `viz.LiveCurves().callback()`).
+        callbacks: TrainerCallbacks given to every training stage (e.g. `viz.LiveCurves().callback()`);
+            they live in this process, so they need `workers=1`.
+        workers: seeds run side by side, each in a process of its own on `settings.threads` threads
+            (default: one per `threads` cores, at most one per seed; 1: in this process). A seed's
+            figures do not depend on it.
+        watch: called every few seconds in this process while seeds run side by side (a live view).
 
     Returns:
         `{"random"|"sft"|"sft_grpo": {"format_rate"|"click_accuracy"|"strict_step_success":
         {"mean", "std", "per_seed"}}}` plus `seeds`, `warm_start`, `per_task_click_accuracy`,
-        `data`, `n_heldout`, `compute`, `runs`, `models`, `predictions`, `seconds`, `settings` and
-        `skipped_stages`.
+        `data`, `n_heldout`, `compute`, `runs`, `models`, `predictions`, `seconds`, `settings`,
+        `workers`, `threads`, `skipped_stages`, `stats` (`report.study_statistics`) and, with online
+        stages, `online` (`{seed: {arm: result}}`) and `online_success` (`{arm: {"mean", "std",
+        "per_seed"}}`).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -162,16 +302,23 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise UsageError("seeds is empty")
+    need_online(settings)
+    workers = default_workers(settings.threads, len(seeds)) if workers is None else max(1, int(workers))
+    if callbacks and workers > 1:
+        raise UsageError("callbacks (TrainerCallbacks) run in this process only: pass workers=1, or follow the "
+                         "seeds run side by side with watch=")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _check_same_settings(out, json.loads(json.dumps({  # compared as stored
+    check_same_settings(out, json.loads(json.dumps({  # compared as stored
         "settings": settings.to_dict(), "train_data": str(train_data), "heldout_data": str(heldout_data),
         "validate": validate})))
     t0 = time.perf_counter()
-    data = prepare_data(out, train_data, heldout_data, settings, validate)
-    result = combine_seeds({seed: run_seed(out, seed, settings, data, progress, callbacks, (i, len(seeds)))
-                            for i, seed in enumerate(seeds)})
+    data = prepared_data(out, train_data, heldout_data, settings, validate)
+    per_seed = _run_seeds(out, seeds, settings, data, progress=progress, callbacks=callbacks, workers=workers,
+                          watch=watch)
+    result = combine_seeds(per_seed)
+    _add_online_success(result)
     result.update({"data": data, "wall_seconds_this_call": round(time.perf_counter() - t0, 2),
-                   "settings": settings.to_dict()})
+                   "workers": workers, "threads": settings.threads, "settings": settings.to_dict()})
     write_json_atomic(out / RESULT_FILE, result)
     return result

@@ -1,5 +1,6 @@
 """The miniature's knobs: which MiniWoB++ tasks and seeds, the tiny policy, the warm start, the extra
-budget both arms get, GRPO's sampling and the evaluation, with the checks a run makes before it starts."""
+budget both arms get, GRPO's sampling, the evaluation and the threads a stage runs on, with the checks a
+run makes before it starts; which knobs were chosen on the validation split and which were fixed a priori."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ _REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TRAIN = _REPO / "data_samples" / "train" / "miniwob_train.parquet"
 DEFAULT_HELDOUT = _REPO / "data_samples" / "test" / "miniwob_test.parquet"
 FAIR_MODES = ("visits", "seconds")
+#: The arms that can play episodes in the live page (`<arm>_online` stages).
+ONLINE_ARMS: tuple[str, ...] = ("random", "warm", "sft", "sft_grpo")
 
 #: How the continuation learning rates and the sampling temperature were chosen: seed 0, trained on
 #: seeds 0-24 of the training file and scored on its seeds 25-29 (70 rows, 55 with a box;
@@ -27,6 +30,39 @@ VALIDATION_RUNS: tuple[dict, ...] = (
     {"temperature": 0.7, "grpo_lr": 1e-4, "sft_extra_lr": 3e-5, "sft": 54.5, "sft_grpo": 67.3},
     {"temperature": 0.7, "grpo_lr": 1e-4, "sft_extra_lr": 1e-5, "sft": 49.1, "sft_grpo": 67.3},
 )
+
+#: Settings fixed before any run, not chosen on validation, and why. A reviewer should read them as
+#: untuned: the comparison holds for these values, not necessarily for others.
+FIXED_A_PRIORI: dict[str, str] = {
+    "warm_steps": "200 SFT steps, so that the warm start writes the answer format on most rows and GRPO sees "
+                  "non-zero rewards; both arms start from it",
+    "extra_prompts": "160 prompt visits after the warm start (80 GRPO steps of 2 prompts): what fits the CPU budget",
+    "beta": "0: no KL term and no reference model (GUI-R1 uses 0.01)",
+    "num_generations": "8 answers a group (GUI-R1 samples 5)",
+    "max_completion_length": "44 tokens: the longest target answer of the training file (an empty <think>) is "
+                             "40 tokens of the seed-0 tokenizer",
+    "tasks": "the six layout tasks (LAYOUT_TASKS), chosen before any held-out run because a model this small "
+             "learns them in minutes; `tasks=None` is the secondary run on every task",
+    "sft_batch": "8 rows an SFT step", "grpo_prompts_per_step": "2 prompts a GRPO step",
+    "warm_scheduler": "cosine from sft_lr for the warm start", "extra_scheduler": "constant after the warm start",
+    "sft_lr": "1e-3 for the warm start", "threads": "1 thread a stage (see the field's comment)",
+}
+
+#: The validation sweep (`python -m gui_r1_lite.miniature --sweep OUT`): the settings each arm's
+#: continuation is tuned over, the same number of configurations for each arm, every one trained
+#: from the seed's warm start and scored on the validation seeds only. SFT is tuned over its learning
+#: rate AND its stopping point within its budget (`sft_extra_stop`: early stopping); GRPO over its
+#: learning rate and its sampling temperature.
+SWEEP_GRID: dict[str, dict[str, tuple]] = {
+    "sft": {"sft_extra_lr": (1e-5, 3e-5, 1e-4), "sft_extra_stop": (0.5, 1.0)},
+    "sft_grpo": {"grpo_lr": (5e-5, 1e-4, 2e-4), "temperature": (0.7, 1.0)},
+}
+
+#: The SFT continuation's settings for the seconds-matched comparison, chosen by the sweep run with
+#: `--set fair=seconds` (its budget is several times the visits-matched one, so its best learning rate
+#: and stopping point may differ); the study's `seconds/` part uses them. Empty until that sweep has
+#: run: the part then uses the same values as `visits/`.
+SECONDS_CHOSEN: dict[str, Any] = {}
 
 #: Every MiniWoB++ task in the shipped files (data_samples/README.md).
 ALL_TASKS: tuple[str, ...] = (
@@ -97,6 +133,8 @@ class MiniatureSettings:
     fair: str = "visits"
     extra_prompts: int = 160
     sft_extra_lr: float = 3e-5                 # chosen on the validation split (VALIDATION_RUNS)
+    # the share of its budget the SFT continuation trains for (early stopping, tuned by the sweep)
+    sft_extra_stop: float = 1.0
     extra_scheduler: str = "constant"          # both arms' schedule after the warm start
     # GRPO
     rewards: dict = field(default_factory=lambda: {"gui_r1": 1.0})
@@ -109,10 +147,26 @@ class MiniatureSettings:
     beta: float = 0.0
     loss_type: str = "grpo"
     max_completion_length: int = 44
+    # passed to the trainer explicitly: a field left unset is filled from the model's generation
+    # config, and the real Qwen2.5-VL's (top_k 1, top_p 0.001) would make every group one answer
+    top_p: float = 1.0
+    top_k: int = 0                             # 0: no top-k cut
+    repetition_penalty: float = 1.0
     # evaluation
     eval_batch_size: int = 32
     max_new_tokens: int = 44
     eval_limit: int | None = None
+    # closed-loop episodes per task in the live MiniWoB++ page for each trained arm and the random
+    # baseline (`<arm>_online` stages; 0: none), on episode seeds from `online_seed_start` (never
+    # trained or scored on: training uses 0-29, the held-out file 1000-1014)
+    online_episodes: int = 0
+    online_seed_start: int = 2000
+    online_max_steps: int | None = None        # None: the online evaluator's default
+    online_arms: tuple[str, ...] = ONLINE_ARMS
+    # torch threads of every stage. Float sums are split over the threads, so the thread count is part
+    # of what makes a run reproducible to the digit; 1 lets seeds run side by side on every core
+    # (`workers`) and makes a seed's figures independent of how many ran beside it
+    threads: int = 1
 
     @classmethod
     def from_overrides(cls, base: MiniatureSettings | None = None, **overrides: Any) -> MiniatureSettings:
@@ -139,6 +193,16 @@ class MiniatureSettings:
         unknown = sorted(set(self.tasks or ()) - set(ALL_TASKS))
         if unknown:
             raise SettingError(f"unknown task(s) {unknown}; MiniWoB tasks here: {list(ALL_TASKS)}")
+        if not 0.0 < self.sft_extra_stop <= 1.0:
+            raise SettingError(f"sft_extra_stop must be in (0, 1] (a share of the budget), got {self.sft_extra_stop}")
+        if self.threads < 1 or self.online_episodes < 0:
+            raise SettingError(f"threads must be at least 1 and online_episodes at least 0, got {self.threads}, "
+                               f"{self.online_episodes}")
+        if set(self.online_arms) - set(ONLINE_ARMS):
+            raise SettingError(f"online_arms must be among {list(ONLINE_ARMS)}, got {list(self.online_arms)}")
+        if self.online_episodes and self.online_seed_start <= 1014:
+            raise SettingError(f"online_seed_start must lie above the held-out seeds (1000-1014), "
+                               f"got {self.online_seed_start}")
         return self
 
     @property
@@ -148,11 +212,22 @@ class MiniatureSettings:
 
     @property
     def sft_extra_steps_visits(self) -> int:
-        """SFT steps of the `sft` arm under `fair="visits"`: `extra_prompts` visits, `sft_batch` a step."""
-        return max(1, math.ceil(self.extra_prompts / self.sft_batch))
+        """SFT steps of the `sft` arm under `fair="visits"`: `extra_prompts` visits, `sft_batch` a step,
+        of which it trains the share `sft_extra_stop`."""
+        return self.stopped(math.ceil(self.extra_prompts / self.sft_batch))
+
+    def stopped(self, budget: int) -> int:
+        """The SFT continuation's steps out of a budget of `budget` steps (`sft_extra_stop` of it, at least 1)."""
+        return max(1, round(budget * self.sft_extra_stop))
+
+    @property
+    def online_tasks(self) -> tuple[str, ...]:
+        """The tasks played in the live page: the task mix (every task when `tasks` is None)."""
+        return tuple(self.tasks) if self.tasks is not None else ALL_TASKS
 
     def to_dict(self) -> dict[str, Any]:
         """The settings as JSON-ready values (tuples as lists)."""
         d = dataclasses.asdict(self)
         d["tasks"] = list(self.tasks) if self.tasks is not None else None
+        d["online_arms"] = list(self.online_arms)
         return d

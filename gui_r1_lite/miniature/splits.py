@@ -3,6 +3,7 @@ evaluation files cut from the shipped parquet files so that no episode seed is i
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -11,7 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..runio import read_json, write_json_atomic
 from .settings import MiniatureSettings
+
+#: The record of the files `prepared_data` made (`<out_dir>/data/data.json`).
+DATA_RECORD = "data.json"
 
 _ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
 
@@ -105,3 +110,33 @@ def prepare_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, held
             "n_heldout_click": sum(1 for s in heldout if s.gt_action == "click" and len(s.gt_bbox) == 4),
             "train_tasks": task_mix(train), "heldout_tasks": task_mix(heldout),
             "heldout_source": str(train_data if validate else heldout_data)}
+
+
+def _source_key(path: str | os.PathLike) -> list | None:
+    """What tells a changed source file: its size and modification time (None when it is not there)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns]
+
+
+def prepared_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
+                  settings: MiniatureSettings, validate: bool = False) -> dict[str, Any]:
+    """`prepare_data`'s files and summary, made once per run folder: a rerun (and every seed of a run)
+    reuses them while the source files and the split's settings are those that made them."""
+    key = json.loads(json.dumps({
+        "train_data": str(train_data), "heldout_data": str(heldout_data), "validate": validate,
+        "sources": [_source_key(train_data), _source_key(heldout_data)],
+        **{k: getattr(settings, k) for k in ("tasks", "train_seeds", "validation_seeds", "min_heldout_rows")}}))
+    path = Path(out_dir) / "data" / DATA_RECORD
+    try:
+        made = read_json(path)
+    except (FileNotFoundError, ValueError):
+        made = None
+    if isinstance(made, dict) and made.get("key") == key and all(
+            Path(made["data"][k]).exists() for k in ("train", "heldout")):
+        return made["data"]
+    data = prepare_data(out_dir, train_data, heldout_data, settings, validate)
+    write_json_atomic(path, {"key": key, "data": data})
+    return data

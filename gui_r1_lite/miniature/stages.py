@@ -39,12 +39,13 @@ def _read_stage(path: Path) -> dict | None:
 
 
 def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False,
-              announce: dict | None = None) -> dict:
-    """Run `fn` once: its result (plus `seconds`) is stored in `folder/stage.json`, which later
-    runs read instead of running it again (the returned dict says `skipped`). `fresh` clears an
-    unfinished folder first (a training run cut short must start over); `progress` shows the
-    stage's output instead of sending it to `folder/log.txt`. A stage that runs reports its start
-    (`announce`: `progress.report`'s fields, "stage" among them) and its end to the main job."""
+              announce: dict | None = None, record: dict | None = None) -> dict:
+    """Run `fn` once: its result (plus `seconds` and `record`, e.g. the threads it ran on) is stored
+    in `folder/stage.json`, which later runs read instead of running it again (the returned dict
+    says `skipped`). `fresh` clears an unfinished folder first (a training run cut short must start
+    over); `progress` shows the stage's output instead of sending it to `folder/log.txt`. A stage
+    that runs reports its start (`announce`: `progress.report`'s fields, "stage" among them) and
+    its end to the main job."""
     done = folder / STAGE_FILE
     finished = _read_stage(done)
     if finished is not None:
@@ -60,6 +61,7 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
     t0 = time.perf_counter()
     with _quiet(folder / "log.txt", progress):
         info = fn()
+    info.update(record or {})
     info["seconds"] = round(time.perf_counter() - t0, 2)
     write_json_atomic(done, info)
     report(name, "end", seconds=info["seconds"])
@@ -84,7 +86,8 @@ def train_config(settings: MiniatureSettings, folder: Path, *, method: str, star
         cfg.update(rewards=dict(settings.rewards),
                    per_device_train_batch_size=settings.grpo_prompts_per_step * settings.num_generations,
                    num_generations=settings.num_generations, temperature=settings.temperature, beta=settings.beta,
-                   loss_type=settings.loss_type, max_completion_length=settings.max_completion_length)
+                   loss_type=settings.loss_type, max_completion_length=settings.max_completion_length,
+                   top_p=settings.top_p, top_k=settings.top_k, repetition_penalty=settings.repetition_penalty)
     return cfg
 
 
@@ -172,3 +175,18 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
     records = read_records(folder / PREDICTIONS)
     return {"metrics": arm_metrics(summary, records), "n": len(records),
             "per_task_click_accuracy": per_task_click_accuracy(records)}
+
+
+def online_stage(settings: MiniatureSettings, folder: Path, policy: tuple[str, str | None] | int) -> dict:
+    """Play `settings.online_episodes` episodes of each task of the mix in the live MiniWoB++ page
+    with `policy` (a trained stage's `(model, adapter)`, or the random baseline's seed as an int),
+    on episode seeds from `settings.online_seed_start`; returns the online evaluator's result
+    (`{"success", "tasks": {task: {"success", "episodes", "ci95", "mean_steps"}}, ...}`)."""
+    from .. import online
+    from ..evaluate import RandomBaseline
+
+    player, adapter = (RandomBaseline(policy), None) if isinstance(policy, int) else policy
+    return online.evaluate_online(player, list(settings.online_tasks), settings.online_episodes,
+                                  settings.online_seed_start, folder, max_steps=settings.online_max_steps,
+                                  adapter=adapter, min_pixels=settings.min_pixels, max_pixels=settings.max_pixels,
+                                  max_new_tokens=settings.max_new_tokens, progress=False)

@@ -1,0 +1,159 @@
+"""Seeds side by side: each job (one seed's stages) in a process of its own with a fixed number of torch
+threads, at most `workers` at a time, the main process waiting; a job that fails is named and the
+others run to their end, so that everything they finished stays cached for a rerun."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import RunFailed
+
+#: Seconds between two calls of a parallel run's `watch` (the main process's live view).
+POLL_SECONDS = 5.0
+
+
+def default_workers(threads: int, jobs: int) -> int:
+    """Processes to run side by side: one per `threads` cores (`os.cpu_count()`), at most `jobs`."""
+    return max(1, min(jobs, (os.cpu_count() or 1) // max(1, threads)))
+
+
+@contextlib.contextmanager
+def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
+    """Run the block on `threads` torch threads with deterministic algorithms, then restore both.
+
+    A float sum split over threads is added up in another order when the thread count changes, and
+    sampling turns the last bit into another answer; so every stage runs on the same count whatever
+    the machine's load or the number of jobs beside it. Deterministic mode also fills every new
+    tensor's memory (with NaN) so that reading it uninitialised shows; that is left off: it made a
+    tiny-model SFT step 1.8x slower on this CPU (2.85 s against 1.44 s) and nothing here reads
+    uninitialised memory (the figures are the same with and without it). Yields what a stage records."""
+    import torch
+    from torch.utils import deterministic
+
+    before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled(), deterministic.fill_uninitialized_memory)
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    deterministic.fill_uninitialized_memory = False
+    try:
+        yield {"threads": torch.get_num_threads(), "deterministic": torch.are_deterministic_algorithms_enabled()}
+    finally:
+        torch.set_num_threads(before[0])
+        torch.use_deterministic_algorithms(before[1], warn_only=before[2])
+        deterministic.fill_uninitialized_memory = before[3]
+
+
+#: What a job process runs: this process's module search path first (a notebook may have added to
+#: it), then `job_main` on the job's file. A new interpreter, not a fork: it shares no threads, locks
+#: or RNG state with this one, and it does not run the caller's `__main__` again, as
+#: `multiprocessing`'s spawn would.
+_BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
+         "from gui_r1_lite.miniature.parallel import job_main; sys.exit(job_main(sys.argv[2]))")
+
+
+def job_main(job_file: str) -> int:
+    """A job process: run the job in `job_file` and write its outcome beside it (`<job_file>.out`):
+    ("done", result) or ("failed", message, named); a failure's traceback goes to stderr. Returns
+    the exit code."""
+    with open(job_file, "rb") as fh:
+        job = pickle.load(fh)
+    try:
+        outcome, code = ("done", job["fn"](*job["args"])), 0
+    except BaseException as exc:  # noqa: BLE001 - reported to the main process, which names the job
+        traceback.print_exc()
+        named = isinstance(exc, RunFailed)  # a job's own RunFailed names where it stopped
+        outcome, code = ("failed", str(exc) if named else f"{type(exc).__name__}: {exc}", named), 1
+    tmp = f"{job_file}.out.tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump(outcome, fh)
+    os.replace(tmp, f"{job_file}.out")
+    return code
+
+
+def _start(fn: Callable, args: tuple, threads: int, job_file: Path) -> subprocess.Popen:
+    """A new interpreter running `fn(*args)` on `threads` threads (`job_main`)."""
+    with open(job_file, "wb") as fh:
+        pickle.dump({"fn": fn, "args": args}, fh)
+    # read by torch's OpenMP and the BLAS libraries when they load; a job's stages pin torch's
+    # count again (`pinned_threads`)
+    env = {**os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                                                           "OPENBLAS_NUM_THREADS")}}
+    return subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(job_file)], env=env)
+
+
+def _outcome(job_file: Path) -> tuple:
+    """("done", result), ("failed", message, named) or ("crashed",) of an ended job."""
+    try:
+        with open(f"{job_file}.out", "rb") as fh:
+            return pickle.load(fh)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return ("crashed",)
+
+
+def run_parallel(fn: Callable, jobs: Mapping[Hashable, tuple], *, workers: int, threads: int,
+                 name: Callable[[Hashable], str], watch: Callable[[], None] | None = None,
+                 poll: float = POLL_SECONDS) -> dict[Hashable, Any]:
+    """`fn(*args)` for every job `{key: args}`, each in a new interpreter on `threads` threads,
+    `workers` at a time, in the order given.
+
+    Args:
+        fn: a module-level function (the job process imports it by name); its result comes back pickled.
+        jobs: the arguments of each job, by key.
+        workers: jobs running at once.
+        threads: torch threads of each job's process.
+        name: a job's name in an error, from its key, asked once the job has failed (e.g. "seed 1 ·
+            sft_train": the stage it stopped in); a job that raises `RunFailed` names itself.
+        watch: called about every `poll` seconds while jobs run (e.g. to redraw a live view).
+
+    Returns:
+        `{key: fn's result}` once every job has ended.
+
+    Raises:
+        RunFailed: naming each job that failed and why, after the others have ended.
+    """
+    queue, running, results, failures = list(enumerate(jobs.items())), {}, {}, {}
+    last_watch = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="miniature-jobs-") as tmp:
+        try:
+            while queue or running:
+                while queue and len(running) < workers:
+                    i, (key, args) = queue.pop(0)
+                    job_file = Path(tmp) / f"job{i}.pkl"
+                    running[key] = (_start(fn, args, threads, job_file), job_file)
+                time.sleep(min(1.0, poll))
+                if watch is not None and time.monotonic() - last_watch >= poll:
+                    watch()
+                    last_watch = time.monotonic()
+                for key in [k for k, (proc, _) in running.items() if proc.poll() is not None]:
+                    _collect(key, *running.pop(key), results, failures, name)
+        finally:
+            for proc, _ in running.values():  # interrupted: the jobs still running end with this process
+                proc.terminate()
+                proc.wait()
+    if failures:
+        raise RunFailed("; ".join(failures[k] for k in jobs if k in failures)
+                        + " (finished stages are kept: the same command again continues from them)")
+    return results
+
+
+def _collect(key: Hashable, proc: subprocess.Popen, job_file: Path, results: dict, failures: dict,
+             name: Callable[[Hashable], str]) -> None:
+    """File an ended job's result, or why it has none, under its key."""
+    outcome = _outcome(job_file)
+    if outcome[0] == "done":
+        results[key] = outcome[1]
+    elif outcome[0] == "failed":
+        failures[key] = outcome[1] if outcome[2] else f"{name(key)}: {outcome[1]}"
+    else:  # killed, or out of memory: no word back
+        failures[key] = f"{name(key)}: its process ended (exit code {proc.returncode}) without a result"

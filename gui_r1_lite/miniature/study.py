@@ -1,0 +1,107 @@
+"""The full study, one command: the miniature over `STUDY_SEEDS` with the SFT arm matched on prompt
+visits (`visits/`) and on seconds (`seconds/`, with the SFT settings chosen for that budget,
+`settings.SECONDS_CHOSEN`; it reuses every stage of `visits/` that does not depend on the SFT arm),
+and on every MiniWoB++ task as a secondary run (`all_tasks/`); its wall time, and each part's, in
+`study.json`, the tables in `study.md`.
+
+    python -m gui_r1_lite.miniature --study runs/study      (or: make study)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..runio import write_json_atomic, write_text_atomic
+from .report import miniature_table
+from .runner import RESULT_FILE, run_miniature
+from .settings import SECONDS_CHOSEN
+from .stages import STAGE_FILE
+
+STUDY_FILE = "study.json"
+STUDY_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+#: Closed-loop episodes per task, per arm and seed, in the study's main part (0: offline only).
+STUDY_ONLINE_EPISODES = 5
+#: Stages of a seed that neither `fair` nor the SFT arm's settings change: the seconds-matched part
+#: takes them from the visits-matched one instead of training them again.
+SHARED_STAGES: tuple[str, ...] = ("random_eval", "warm_train", "warm_eval", "sft_grpo_train", "sft_grpo_eval",
+                                  "random_online", "warm_online", "sft_grpo_online")
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    """A hard link (no second copy of a model on disk), a copy where links cannot be made."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def share_stages(src: Path, dst: Path, seeds: Sequence[int], stages: Sequence[str] = SHARED_STAGES) -> list[str]:
+    """Give run folder `dst` the finished `stages` of `src` for each seed (hard-linked files; a stage
+    `dst` already finished is kept, an unfinished one replaced). Returns the stages given."""
+    given = []
+    for seed in seeds:
+        for name in stages:
+            a, b = src / f"seed{seed}" / name, dst / f"seed{seed}" / name
+            if not (a / STAGE_FILE).exists() or (b / STAGE_FILE).exists():
+                continue
+            if b.exists():
+                shutil.rmtree(b)
+            shutil.copytree(a, b, copy_function=_link_or_copy)
+            given.append(f"seed{seed}/{name}")
+    return given
+
+
+def _part(name: str, out: Path, seeds: Sequence[int], workers: int | None, settings: dict[str, Any]) -> dict:
+    """One part of the study: a miniature run in `out/name`, timed."""
+    t0 = time.perf_counter()
+    result = run_miniature(out / name, seeds, workers=workers, **settings)
+    return {"folder": str(out / name), "result": str(out / name / RESULT_FILE), "settings": settings,
+            "wall_seconds": round(time.perf_counter() - t0, 2), "table": miniature_table(result)}
+
+
+def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *, workers: int | None = None,
+              online_episodes: int = STUDY_ONLINE_EPISODES, **overrides: Any) -> dict:
+    """Run the study into `out_dir` (a rerun continues it: every finished stage is kept) and write
+    `study.json` and `study.md`.
+
+    Args:
+        out_dir: the study's folder: `visits/`, `seconds/` and `all_tasks/` are miniature run folders.
+        seeds: at least five for the reported study.
+        workers: seeds side by side (`run_miniature`).
+        online_episodes: closed-loop episodes per task for each arm of `visits/` and `seconds/`.
+        overrides: MiniatureSettings fields for every part (e.g. a smaller budget for a trial).
+
+    Returns:
+        `study.json`'s object: `seeds`, `parts` (each part's folder, result file, settings, wall
+        time and table), `shared_stages`, `wall_seconds`.
+    """
+    out, seeds, t0 = Path(out_dir), [int(s) for s in seeds], time.perf_counter()
+    base = f"python -m gui_r1_lite.miniature --study {out} --seeds {','.join(map(str, seeds))}"
+    main = {"online_episodes": online_episodes, **overrides}
+    parts = {"visits": _part("visits", out, seeds, workers, {**main, "fair": "visits"})}
+    shared = share_stages(out / "visits", out / "seconds", seeds)
+    parts["seconds"] = _part("seconds", out, seeds, workers, {**main, **SECONDS_CHOSEN, "fair": "seconds"})
+    parts["all_tasks"] = _part("all_tasks", out, seeds, workers,
+                               {**overrides, "tasks": None, "fair": "visits", "online_episodes": 0})
+    study = {"seeds": seeds, "command": base, "parts": parts, "shared_stages": shared,
+             "wall_seconds": round(time.perf_counter() - t0, 2)}
+    write_json_atomic(out / STUDY_FILE, study)
+    write_text_atomic(out / "study.md", study_markdown(study))
+    return study
+
+
+def study_markdown(study: dict) -> str:
+    """The study's tables, one per part, with each part's wall time and the command."""
+    titles = {"visits": "SFT matched on prompt visits (the main comparison)",
+              "seconds": "SFT matched on the GRPO arm's training seconds",
+              "all_tasks": "every MiniWoB++ task (secondary; SFT matched on visits)"}
+    lines = [f"`{study['command']}`: {study['wall_seconds'] / 60:.1f} min wall time", ""]
+    for name, part in study["parts"].items():
+        lines += [f"## {titles.get(name, name)}", "", part["table"], "",
+                  f"{part['wall_seconds'] / 60:.1f} min; {part['result']}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""The validation sweep: each arm's continuation tuned with the same number of configurations
+(`settings.SWEEP_GRID`), every one trained from the seed's own warm start and scored on the validation
+seeds of the training file only; every run lands in `sweep.json`, with the configuration each arm takes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import statistics
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..runio import write_json_atomic
+from .parallel import default_workers, pinned_threads, run_parallel
+from .report import WARM
+from .runner import SeedRun, check_same_settings
+from .settings import DEFAULT_TRAIN, SWEEP_GRID, MiniatureSettings
+from .splits import prepared_data
+from .stages import policy_of
+
+SWEEP_FILE = "sweep.json"
+#: What the sweep ranks configurations by: mean validation click accuracy over the seeds.
+SWEEP_METRIC = "click_accuracy"
+
+
+def configurations(grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID) -> dict[str, list[dict]]:
+    """Every configuration of each arm (the product of its values, in the grid's order); UsageError
+    unless both arms have the same number (the same tuning budget)."""
+    configs = {arm: [dict(zip(knobs, values, strict=True)) for values in itertools.product(*knobs.values())]
+               for arm, knobs in grid.items()}
+    if set(configs) != {"sft", "sft_grpo"} or len(configs["sft"]) != len(configs["sft_grpo"]):
+        raise UsageError(f"the sweep tunes sft and sft_grpo with as many configurations each, got "
+                         f"{ {a: len(c) for a, c in configs.items()} }")
+    return configs
+
+
+def config_name(arm: str, config: Mapping[str, Any]) -> str:
+    """The folder of one configuration's run, e.g. `sft_grpo-grpo_lr=0.0001-temperature=0.7`."""
+    return "-".join([arm, *(f"{k}={v}" for k, v in config.items())])
+
+
+def _basis(settings: MiniatureSettings, grpo_configs: list[dict]) -> dict:
+    """The GRPO configuration whose seconds budget the SFT configurations get under `fair="seconds"`:
+    the settings' own when the grid has it, else the grid's first."""
+    own = {k: getattr(settings, k) for k in grpo_configs[0]}
+    return own if own in grpo_configs else grpo_configs[0]
+
+
+def _warm(run: SeedRun) -> dict:
+    """The seed's warm start (trained in the first phase, read back after)."""
+    s = run.settings
+    return run.train(WARM, "sft", steps=s.warm_steps, lr=s.sft_lr, scheduler=s.warm_scheduler)
+
+
+def warm_job(out: str, seed: int, settings: MiniatureSettings, data: dict) -> dict:
+    """A seed's warm start, trained once for all its configurations, and its validation score."""
+    run = SeedRun(Path(out), seed, settings, data)
+    with pinned_threads(settings.threads) as runtime:
+        run.runtime = runtime
+        _warm(run)
+        return run.evaluate(WARM)["metrics"]
+
+
+def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm: str, config: dict,
+               basis: dict | None) -> dict:
+    """One configuration of `arm` for one seed: trained from the seed's warm start (read back from
+    `out/seed<N>/warm_train`) and scored on the validation rows; `basis` is the GRPO configuration
+    whose training time sets the SFT budget under `fair="seconds"`."""
+    s = MiniatureSettings.from_overrides(settings, **config)
+    base = SeedRun(Path(out), seed, settings, data)
+    run = SeedRun(Path(out) / config_name(arm, config), seed, s, data)
+    with pinned_threads(s.threads) as runtime:
+        base.runtime = run.runtime = runtime
+        warm = _warm(base)
+        run.stages["warm_train"], start = warm, policy_of(s, warm)
+        if arm == "sft_grpo":
+            trained = run.train(arm, "grpo", steps=s.grpo_steps, lr=s.grpo_lr, scheduler=s.extra_scheduler,
+                                start=start)
+        else:
+            if s.fair == "seconds":  # read back from the GRPO phase (trained here only if it is missing)
+                b = MiniatureSettings.from_overrides(settings, **basis)
+                grpo_run = SeedRun(Path(out) / config_name("sft_grpo", basis), seed, b, data, runtime=runtime)
+                run.stages["sft_grpo_train"] = grpo_run.train("sft_grpo", "grpo", steps=b.grpo_steps, lr=b.grpo_lr,
+                                                              scheduler=b.extra_scheduler, start=start)
+            budget = run.sft_budget()
+            trained = run.train(arm, "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
+                                start=start, record={"budget": budget})
+        scored = run.evaluate(arm)
+    return {"seed": seed, "arm": arm, "config": config, "metrics": scored["metrics"], "n": scored["n"],
+            "steps": trained["steps"], "train_seconds": trained["seconds"], "eval_seconds": scored["seconds"],
+            "folder": str(run.folder)}
+
+
+def choose(runs: Sequence[dict], configs: Mapping[str, list[dict]]) -> dict[str, dict]:
+    """Each arm's configuration with the best mean validation click accuracy over the seeds (the
+    first in grid order on a tie, the tie recorded), with every configuration's mean."""
+    chosen = {}
+    for arm, arm_configs in configs.items():
+        means = [statistics.fmean([r["metrics"][SWEEP_METRIC] for r in runs if r["arm"] == arm and r["config"] == c])
+                 for c in arm_configs]
+        best = max(means)
+        chosen[arm] = {"config": arm_configs[means.index(best)], SWEEP_METRIC: best,
+                       "ties": [c for c, m in zip(arm_configs, means, strict=True) if m == best][1:],
+                       "means": [{"config": c, SWEEP_METRIC: m} for c, m in zip(arm_configs, means, strict=True)]}
+    return chosen
+
+
+def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
+              train_data: str | os.PathLike = DEFAULT_TRAIN, settings: MiniatureSettings | None = None,
+              grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID, workers: int | None = None,
+              **overrides: Any) -> dict:
+    """Tune both arms on the validation split and write `out_dir/sweep.json`.
+
+    Args:
+        out_dir: the sweep's folder; finished runs in it are reused by a rerun with the same settings.
+        seeds: a warm start per seed; every configuration is trained and scored for each.
+        train_data: the MiniWoB++ training parquet: trained on `train_seeds`, scored on `validation_seeds`.
+        settings: the base settings (default `MiniatureSettings()`), `overrides` replacing fields; each
+            configuration replaces the fields it names.
+        grid: `{arm: {setting: values}}`, the same number of configurations for each arm.
+        workers: runs side by side, each in a process of its own (default: one per `threads` cores).
+
+    Returns:
+        `sweep.json`'s object: `grid`, `seeds`, `settings`, `data`, `warm_start` (each seed's
+        validation metrics), `runs` (every configuration for every seed), `chosen` (per arm) and
+        `seconds_per_configuration` (per arm, mean of training + scoring), `wall_seconds`.
+    """
+    settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
+    configs, seeds, out = configurations(grid), [int(s) for s in seeds], Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    check_same_settings(out, json.loads(json.dumps({
+        "settings": settings.to_dict(), "train_data": str(train_data), "grid": grid, "validate": True})))
+    t0 = time.perf_counter()
+    data = prepared_data(out, train_data, train_data, settings, validate=True)
+    basis = _basis(settings, configs["sft_grpo"])
+    jobs = [{s: (str(out), s, settings, data) for s in seeds},
+            {(s, "sft_grpo", i): (str(out), s, settings, data, "sft_grpo", c, None)
+             for s in seeds for i, c in enumerate(configs["sft_grpo"])},
+            {(s, "sft", i): (str(out), s, settings, data, "sft", c, basis)
+             for s in seeds for i, c in enumerate(configs["sft"])}]
+    n = default_workers(settings.threads, len(jobs[1])) if workers is None else max(1, int(workers))
+    warm = _phase(warm_job, jobs[0], n, settings.threads)
+    runs = [r for phase in jobs[1:] for r in _phase(config_job, phase, n, settings.threads).values()]
+    result = {"grid": {a: {k: list(v) for k, v in knobs.items()} for a, knobs in grid.items()}, "seeds": seeds,
+              "settings": settings.to_dict(), "data": data, "metric": SWEEP_METRIC, "fair": settings.fair,
+              "seconds_basis": basis if settings.fair == "seconds" else None,
+              "warm_start": {str(s): warm[s] for s in seeds}, "runs": runs, "chosen": choose(runs, configs),
+              "seconds_per_configuration": {a: statistics.fmean(r["train_seconds"] + r["eval_seconds"]
+                                                                for r in runs if r["arm"] == a) for a in configs},
+              "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
+    write_json_atomic(out / SWEEP_FILE, result)
+    return result
+
+
+def _phase(fn, jobs: dict, workers: int, threads: int) -> dict:
+    """`fn(*args)` for each job, side by side when `workers` > 1, else here, in order."""
+    if workers == 1 or len(jobs) == 1:
+        return {key: fn(*args) for key, args in jobs.items()}
+    return run_parallel(fn, jobs, workers=min(workers, len(jobs)), threads=threads,
+                        name=lambda key: f"sweep run {key}")
+
+
+def sweep_table(result: dict) -> str:
+    """A Markdown table of the sweep: every configuration's mean validation click accuracy, the chosen marked."""
+    lines = [f"| arm | configuration | validation {SWEEP_METRIC} % (mean of seeds {result['seeds']}) |",
+             "|---|---|---:|"]
+    for arm, pick in result["chosen"].items():
+        for row in pick["means"]:
+            mark = " **chosen**" if row["config"] == pick["config"] else ""
+            config = ", ".join(f"{k} {v}" for k, v in row["config"].items())
+            lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} |")
+    warm = statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start"].values())
+    lines += ["", f"warm start alone: {100 * warm:.1f} %; n = {result['data']['n_heldout']} validation rows a seed"]
+    return "\n".join(lines)
