@@ -122,6 +122,7 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
 def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str, max_steps: int):
     """The profile's GRPO recipe, on notebook 01's curated file when the pipeline made one."""
     from .training import TrainConfig
+    from .training.config import read_recipe
 
     curated = pipeline.read_result(run_dir, "01")
     source = train_data or (curated or {}).get("curated") or prof.data_source("train", str(data_dir))
@@ -130,6 +131,9 @@ def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str,
     overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo"), "resume": True}
     if max_steps:
         overrides["max_steps"] = int(max_steps)
+    held_out = read_recipe(pipeline.REPO / prof.grpo_recipe).get("validation_data") or ""
+    if data_dir and held_out.startswith("data_samples/"):  # notebooks run from their own folder
+        overrides["validation_data"] = str(Path(data_dir) / held_out[len("data_samples/"):])
     return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gui_r1_lite import experiments, miniature, pipeline
+from gui_r1_lite import experiments, miniature, pipeline, profiles
 from gui_r1_lite.runio import append_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,3 +106,10 @@ def test_notebook_05_reads_back_the_miniature_notebook_04_reported(tmp_path):
     back = experiments.miniature_of(result)
     assert back["seeds"] == "seeds" and back["sft"] == arm
     assert experiments.miniature_of({"experiment": "recipe"}) is None
+
+
+def test_the_gpu_recipe_validates_on_held_out_rows_found_from_the_notebook_folder(tmp_path, monkeypatch):
+    # notebooks run from notebooks/: the recipe's data_samples/test must be read through data_dir
+    monkeypatch.chdir(Path(__file__).resolve().parents[1] / "notebooks")
+    cfg = experiments._recipe_config(profiles.get_profile("gpu-3b"), tmp_path, "../data_samples", tmp_path, "", 0)
+    assert cfg.validation_data == "../data_samples/test" and Path(cfg.validation_data).is_dir()
