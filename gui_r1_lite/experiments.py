@@ -78,7 +78,8 @@ class TrainingRun:
 def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.PathLike,
                     data_dir: str | os.PathLike, run_dir: str | os.PathLike, train_data: str = "",
                     max_steps: int = 0, seeds: str | Sequence[int] = "0,1,2",
-                    miniature_settings: str = "", workers: int = 0, online_episodes: int = 0) -> Experiment:
+                    miniature_settings: str = "", workers: int = 0, online_episodes: int = 0,
+                    online_arms: str | Sequence[str] = "") -> Experiment:
     """Notebook 04's parameters as an `Experiment`, checked before anything trains.
 
     Args:
@@ -95,6 +96,8 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
         online_episodes: miniature: closed-loop episodes per task and arm in the live page (0: those
             of `miniature_settings`, by default none); where the live page cannot run (no Chromium,
             Playwright or miniwob) the plan scores offline only and says so in `notes`.
+        online_arms: miniature: the arms that play those episodes, as "sft,sft_grpo" or a list (empty:
+            those of `miniature_settings`, by default every arm of `miniature.ONLINE_ARMS`).
     """
     prof = get_profile(profile)
     kind = experiment or prof.experiment
@@ -110,6 +113,9 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
             notes.append(f"online_episodes={online_episodes} asked, but {missing}: scored offline only")
         elif online_episodes:
             overrides["online_episodes"] = int(online_episodes)
+        arms = [a.strip() for a in (online_arms.split(",") if isinstance(online_arms, str) else online_arms)]
+        if any(arms):
+            overrides["online_arms"] = tuple(a for a in arms if a)
         settings = MiniatureSettings.from_overrides(**overrides).validate()
         seed_list = [int(s) for s in (seeds.split(",") if isinstance(seeds, str) else seeds) if str(s).strip()]
         if not seed_list:

@@ -530,10 +530,11 @@ class PredictionBrowser:
         import io
 
         rec = self.current
-        self.count.value = f"{len(self.filtered)} of {len(self.records)} shown"
+        count = f"{len(self.filtered)} of {len(self.records)} shown"
         if rec is None:
             self.image.value = b""
             self.info.value = "<i>no prediction matches the filters</i>"
+            self.count.value = count
             return
         im = prediction_image(rec, _image_for(self.images, rec))
         im.thumbnail((self.max_side, self.max_side))
@@ -548,6 +549,7 @@ class PredictionBrowser:
                            f"{lines}<div><b>thinking:</b> {think}</div>{_KEY_HTML}"
                            f"<details><summary>raw completion</summary><pre style='white-space:pre-wrap'>{raw}</pre>"
                            "</details></div>")
+        self.count.value = count  # last: once the count reads right, the picture and the text are this row's
 
 
 def browse(records: Sequence[dict], images, max_side: int = 520):

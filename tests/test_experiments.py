@@ -34,6 +34,10 @@ def test_the_miniature_runs_its_seeds_side_by_side_one_per_core(tmp_path, monkey
     assert plan(tmp_path, seeds="0,1,2", workers=1).workers == 1
     monkeypatch.setattr(experiments, "online_missing", lambda: None)
     assert plan(tmp_path, online_episodes=3).settings.online_episodes == 3
+    assert plan(tmp_path, online_episodes=1).settings.online_arms == miniature.ONLINE_ARMS  # by default every arm
+    assert plan(tmp_path, online_episodes=1, online_arms="sft, sft_grpo").settings.online_arms == ("sft", "sft_grpo")
+    with pytest.raises(ValueError, match="online_arms must be among"):
+        plan(tmp_path, online_episodes=1, online_arms="sft,oracle")
     monkeypatch.setattr(experiments, "online_missing", lambda: "Chromium not found")
     offline = plan(tmp_path, online_episodes=3)  # the notebook still runs, offline, and says why
     assert offline.settings.online_episodes == 0 and "Chromium not found" in offline.describe()

@@ -198,6 +198,8 @@ def test_prediction_browser_in_jupyterlab(lab, records, tmp_path):
             page.locator(".widget-toggle-buttons button", has_text=re.compile(r"^miss$")).click()
             expect(page.locator(".widget-html", has_text=re.compile(r"\d+ of \d+ shown"))).to_have_text(
                 f"{len(misses)} of {len(records)} shown")
+            shown_id = page.locator(".widget-html", has_text="thinking:").locator("b").first
+            expect(shown_id).to_have_text(re.compile("^(" + "|".join(map(re.escape, misses)) + ")$"))  # the filter's first
             seen = []
             for _ in misses:
                 shown_id, text = _shown(page)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -395,7 +394,9 @@ class _StandIn:
 
 def test_each_arm_plays_in_the_live_page_as_a_cached_stage(tiny_run, tmp_path, monkeypatch):
     stand_in = _StandIn()
-    monkeypatch.setitem(sys.modules, "gui_r1_lite.online", types.SimpleNamespace(evaluate_online=stand_in.evaluate_online))
+    # the attribute the stage looks up at call time: a stub module in sys.modules alone is bypassed once
+    # another test has imported gui_r1_lite.online (then `from .. import online` takes the package's attribute)
+    monkeypatch.setattr("gui_r1_lite.online.evaluate_online", stand_in.evaluate_online)
     monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: None)  # no browser needed
     out = tmp_path / "online"
     share_stages(tiny_run[0], out, SEEDS, miniature.stage_names(miniature.MiniatureSettings()))  # offline: done
