@@ -21,7 +21,7 @@ from .profiles import Profile, get_profile
 from .progress import report
 
 EXPERIMENTS = ("miniature", "recipe")
-#: What notebook 05 needs of the miniature besides its arms (`miniature_of`), kept in notebook 04's result.
+#: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result.
 MINIATURE_DETAILS = ("seeds", "n_heldout", "data", "per_task_click_accuracy", "warm_start", "compute", "seconds",
                      "settings", "workers", "threads", "wall_seconds_this_call")
 #: ... and those it has when the run made them (the statistics; online stages).
@@ -240,10 +240,3 @@ def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None
         result["miniature_details"] = {k: study[k] for k in (*MINIATURE_DETAILS, *MINIATURE_OPTIONAL) if k in study}
     return result
 
-
-def miniature_of(result: dict | None) -> dict | None:
-    """The miniature as `miniature_table` and `viz.miniature_bars` read it, from notebook 04's
-    result (None when that run had no miniature)."""
-    if not result or "miniature" not in result:
-        return None
-    return {**result["miniature"], **result["miniature_details"]}

@@ -107,9 +107,7 @@ def test_notebook_05_reads_back_the_miniature_notebook_04_reported(tmp_path):
     result = experiments.notebook_result(plan(tmp_path), run, study)
     assert result["global_step"] == 2 and result["end"]["reward"] == pytest.approx(0.25)
     assert set(result["miniature"]) == set(miniature.ARMS) and "runs" not in result["miniature_details"]
-    back = experiments.miniature_of(result)
-    assert back["seeds"] == "seeds" and back["sft"] == arm
-    assert experiments.miniature_of({"experiment": "recipe"}) is None
+    assert result["miniature_details"]["seeds"] == "seeds" and result["miniature"]["sft"] == arm
 
 
 def test_the_gpu_recipe_validates_on_held_out_rows_found_from_the_notebook_folder(tmp_path, monkeypatch):

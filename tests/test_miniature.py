@@ -139,6 +139,14 @@ def test_fair_seconds_gives_sft_the_grpo_arm_s_training_time(tmp_path):
     assert run.sft_budget() == {"fair": "visits", "budget_steps": 20, "stop": 0.5, "steps": 10}  # early stopping
 
 
+def test_fair_seconds_counts_cpu_seconds_where_both_stages_have_them(tmp_path):
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
+    run.stages = {"warm_train": {"train_runtime": 20.0, "train_cpu_seconds": 10.0, "seconds": 25.0, "steps": 10},
+                  "sft_grpo_train": {"train_runtime": 90.0, "train_cpu_seconds": 30.0, "seconds": 95.0, "steps": 5}}
+    budget = run.sft_budget()  # the GRPO stage ran while the machine was busy: its wall time is not its work
+    assert budget["clock"] == "cpu" and budget["grpo_seconds"] == 30.0 and budget["steps"] == 30
+
+
 def test_fair_seconds_keeps_the_steps_it_resolved_to_for_a_rerun(tmp_path):
     run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
     run.stages = {"warm_train": {"train_runtime": 20.0, "seconds": 25.0, "steps": 10},
@@ -213,6 +221,8 @@ def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
     with pytest.raises(ValueError, match="as many configurations"):
         configurations({"sft": {"sft_extra_lr": (1e-5,)}, "sft_grpo": {"grpo_lr": (1e-4, 2e-4)}})
     assert config_name("sft", {"sft_extra_lr": 1e-05, "sft_extra_stop": 0.5}) == "sft-sft_extra_lr=1e-05-sft_extra_stop=0.5"
+    assert config_name("sft", {"sft_extra_lr": 1e-05}, "seconds") == "sft-sft_extra_lr=1e-05-fair=seconds"
+    assert config_name("sft_grpo", {"grpo_lr": 1e-4}, "seconds") == "sft_grpo-grpo_lr=0.0001"  # one GRPO run serves both
 
 
 def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
@@ -419,18 +429,46 @@ def test_the_sweep_tunes_both_arms_on_the_validation_seeds_only(tiny_run, tmp_pa
     out = tmp_path / "sweep"
     share_stages(tiny_run[0], out, [0], ["warm_train"])  # the seed's warm start, trained on seeds 0-24
     grid = {"sft": {"sft_extra_lr": (1e-5, 1e-4)}, "sft_grpo": {"temperature": (0.7, 1.0)}}
-    result = run_sweep(out, [0], grid=grid, workers=1, **{**TINY_BUDGET, "fair": "seconds", "temperature": 0.7})
+    result = run_sweep(out, [0], grid=grid, workers=1, **{**TINY_BUDGET, "temperature": 0.7})
     assert json.loads((out / "sweep.json").read_text())["chosen"] == result["chosen"]
-    assert sorted((r["arm"], tuple(r["config"].values())) for r in result["runs"]) == [
-        ("sft", (1e-5,)), ("sft", (1e-4,)), ("sft_grpo", (0.7,)), ("sft_grpo", (1.0,))]
-    assert set(result["chosen"]) == {"sft", "sft_grpo"} and result["seconds_basis"] == {"temperature": 0.7}
+    assert sorted((r["arm"], r["fair"] or "", tuple(r["config"].values())) for r in result["runs"]) == [
+        ("sft", "seconds", (1e-5,)), ("sft", "seconds", (1e-4,)), ("sft", "visits", (1e-5,)),
+        ("sft", "visits", (1e-4,)), ("sft_grpo", "", (0.7,)), ("sft_grpo", "", (1.0,))]  # GRPO runs once
+    assert set(result["chosen"]) == {"visits", "seconds"} and result["seconds_basis"] == {"temperature": 0.7}
+    assert all(set(c) == {"sft", "sft_grpo"} for c in result["chosen"].values())
+    assert result["chosen"]["visits"]["sft_grpo"] == result["chosen"]["seconds"]["sft_grpo"]  # the same GRPO runs
     scored = load_gui_r1(result["data"]["heldout"])
     assert {miniature.seed_of(s.id) for s in scored} <= set(range(25, 30))  # never the held-out file
     grpo = read_json(out / "sft_grpo-temperature=0.7" / "seed0" / "sft_grpo_train" / miniature.STAGE_FILE)
-    sft = read_json(out / "sft-sft_extra_lr=0.0001" / "seed0" / "sft_train" / miniature.STAGE_FILE)
-    assert sft["budget"]["fair"] == "seconds" and sft["budget"]["grpo_seconds"] == grpo["train_runtime"]
+    sft = read_json(out / "sft-sft_extra_lr=0.0001-fair=seconds" / "seed0" / "sft_train" / miniature.STAGE_FILE)
+    assert sft["budget"]["fair"] == "seconds" and sft["budget"]["clock"] == "cpu"
+    assert sft["budget"]["grpo_seconds"] == grpo["train_cpu_seconds"] > 0 and sft["train_cpu_seconds"] > 0
+    visits = read_json(out / "sft-sft_extra_lr=0.0001" / "seed0" / "sft_train" / miniature.STAGE_FILE)
+    assert visits["budget"]["fair"] == "visits" and visits["steps"] == visits["budget"]["steps"]
     assert all(r["train_seconds"] > 0 and 0.0 <= r["metrics"]["click_accuracy"] <= 1.0 for r in result["runs"])
-    assert "chosen" in sweep_table(result)
+    table = sweep_table(result)
+    assert "chosen" in table and "prompt visits" in table and "training seconds" in table
+    again = run_sweep(out, [0], grid=grid, workers=1, fair_modes=("visits",), **{**TINY_BUDGET, "temperature": 0.7})
+    assert set(again["chosen"]) == {"visits"} and again["chosen"]["visits"] == result["chosen"]["visits"]  # read back
+    with pytest.raises(ValueError, match="fair_modes must be among"):
+        run_sweep(out, [0], grid=grid, workers=1, fair_modes=("hours",), **{**TINY_BUDGET, "temperature": 0.7})
+
+
+def test_the_sweep_command_runs_both_budgets_unless_one_is_named(monkeypatch, tmp_path):
+    from gui_r1_lite.miniature import __main__ as command
+
+    calls = []
+
+    def fake_sweep(out, seeds, **kwargs):
+        calls.append(kwargs)
+        return {"chosen": {}, "seeds": seeds, "warm_start": {"0": {"click_accuracy": 0.5}}, "data": {"n_heldout": 1},
+                "wall_seconds": 1.0}
+
+    monkeypatch.setattr(command, "run_sweep", fake_sweep)
+    command.main(["--sweep", str(tmp_path / "a")])
+    command.main(["--sweep", str(tmp_path / "b"), "--set", "fair=seconds", "--set", "warm_steps=3"])
+    assert calls[0]["fair_modes"] == ("visits", "seconds") and "fair" not in calls[0]
+    assert calls[1]["fair_modes"] == ("seconds",) and calls[1]["warm_steps"] == 3 and "fair" not in calls[1]
 
 
 def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path):

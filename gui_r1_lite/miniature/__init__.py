@@ -27,6 +27,13 @@ Design (the README's miniature section has the figures):
   `click_accuracy` (`metrics.grounding_metrics` overall: point strictly inside the box, over
   rows with a box target) and `strict_step_success` (`metrics.action_metrics`); mean, sample
   std (ddof 1) and per-seed values over the seeds.
+- How sure (`stats`, `report.study_statistics`, `stats` in the result): click accuracy on all rows
+  and on the rows whose answer parsed (a gain made by answering in format shows as such), each
+  arm's level and the SFT -> GRPO gain with a 95 % bootstrap interval that draws seeds, then
+  held-out episodes (the steps of one page move together; both arms see the same draws), the
+  paired gain per seed, McNemar's exact test per seed, per-task accuracy with row counts, and
+  closed-loop success with its interval (`online_episodes`). The std over seeds is the spread of
+  each arm's level, which both arms share; the interval of the gain is what the comparison rests on.
 
 Reproducible to the digit: every stage runs on `threads` torch threads (1 by default) with
 deterministic algorithms (`parallel.pinned_threads`), so a seed's figures depend on its seed and the

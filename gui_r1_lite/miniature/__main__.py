@@ -13,7 +13,7 @@ from ..errors import UsageError, run_cli
 from ..runfolder import writable_folder
 from .report import miniature_table
 from .runner import RESULT_FILE, run_miniature
-from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
+from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, FAIR_MODES
 from .study import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, run_study, study_markdown
 from .sweep import SWEEP_FILE, run_sweep, sweep_table
 
@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
                        "on visits and on seconds, every task as a secondary run, closed-loop episodes "
                        f"(--set online_episodes=N, default {STUDY_ONLINE_EPISODES}); wall time in OUT/{STUDY_FILE}")
     where.add_argument("--sweep", metavar="OUT", help="tune both arms on the validation split into OUT "
-                       f"(settings.SWEEP_GRID, seeds --seeds, default 0); every run in OUT/{SWEEP_FILE}")
+                       "(settings.SWEEP_GRID, seeds --seeds, default 0; SFT under both budgets, or the one "
+                       f"--set fair=... names); every run in OUT/{SWEEP_FILE}")
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2; --study 0-4; --sweep 0)")
     ap.add_argument("--workers", type=int, default=None,
                     help="seeds (or sweep runs) side by side, a process each (default: one per core)")
@@ -91,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sweep:
         writable_folder(args.sweep, "--sweep")
+        # every SFT configuration under both budgets, unless `--set fair=...` names one
+        fair_modes = (overrides.pop("fair"),) if "fair" in overrides else FAIR_MODES
         result = run_sweep(args.sweep, _seeds(args.seeds, (0,)), train_data=args.train_data, workers=args.workers,
-                           **overrides)
+                           fair_modes=fair_modes, **overrides)
         print(sweep_table(result))
         print(f"\nwall time {result['wall_seconds']:.1f} s; wrote {Path(args.sweep) / SWEEP_FILE}")
         return 0

@@ -29,7 +29,7 @@ SETTINGS_FILE = "settings.json"
 SFT_BUDGET_FILE = "sft_budget.json"
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
-_COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "seconds", "budget")
+_COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "train_cpu_seconds", "seconds", "budget")
 #: Offline stages of one seed: the random baseline's evaluation, and a training and an evaluation per trained arm.
 STAGES_PER_SEED = 1 + 2 * len(TRAINED)
 
@@ -107,7 +107,9 @@ class SeedRun:
     def sft_budget(self) -> dict:
         """The `sft` arm's steps and how they were reached: its budget is as many prompt visits as the
         `sft_grpo` arm ("visits"), or as many steps as fit in that arm's training time at the warm
-        start's measured speed ("seconds"); it trains `sft_extra_stop` of it. A "seconds" budget is
+        start's measured speed ("seconds": CPU seconds of the training loops, which the machine's load
+        does not change, where both stages recorded them; else wall seconds); it trains
+        `sft_extra_stop` of it. A "seconds" budget is
         written to `seed<N>/sft_budget.json` when first resolved and read from there on a rerun."""
         s = self.settings
         if s.fair == "visits":
@@ -119,10 +121,13 @@ class SeedRun:
         except (FileNotFoundError, ValueError):
             pass
         warm, grpo = self.stages["warm_train"], self.stages["sft_grpo_train"]
-        sft_step_s = (warm.get("train_runtime") or warm["seconds"]) / max(1, warm["steps"])
-        grpo_s = grpo.get("train_runtime") or grpo["seconds"]
+        # CPU seconds when both stages have them (independent of what else ran beside them), else wall
+        clock = "cpu" if warm.get("train_cpu_seconds") and grpo.get("train_cpu_seconds") else "wall"
+        key = "train_cpu_seconds" if clock == "cpu" else "train_runtime"
+        sft_step_s = (warm.get(key) or warm["seconds"]) / max(1, warm["steps"])
+        grpo_s = grpo.get(key) or grpo["seconds"]
         budget = max(1, round(grpo_s / sft_step_s))
-        record = {"fair": "seconds", "grpo_seconds": grpo_s, "sft_step_seconds": round(sft_step_s, 4),
+        record = {"fair": "seconds", "clock": clock, "grpo_seconds": grpo_s, "sft_step_seconds": round(sft_step_s, 4),
                   "budget_steps": budget, "stop": s.sft_extra_stop, "steps": s.stopped(budget)}
         write_json_atomic(path, record)
         return record

@@ -58,10 +58,10 @@ SWEEP_GRID: dict[str, dict[str, tuple]] = {
     "sft_grpo": {"grpo_lr": (5e-5, 1e-4, 2e-4), "temperature": (0.7, 1.0)},
 }
 
-#: The SFT continuation's settings for the seconds-matched comparison, chosen by the sweep run with
-#: `--set fair=seconds` (its budget is several times the visits-matched one, so its best learning rate
-#: and stopping point may differ); the study's `seconds/` part uses them. Empty until that sweep has
-#: run: the part then uses the same values as `visits/`.
+#: The SFT continuation's settings for the seconds-matched comparison, chosen by the sweep's runs
+#: under that budget (`chosen["seconds"]` in its `sweep.json`: the budget is several times the
+#: visits-matched one, so its best learning rate and stopping point may differ); the study's
+#: `seconds/` part uses them. Empty: the part uses the same values as `visits/`.
 SECONDS_CHOSEN: dict[str, Any] = {}
 
 #: Every MiniWoB++ task in the shipped files (data_samples/README.md).

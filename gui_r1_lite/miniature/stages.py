@@ -101,24 +101,44 @@ def train_runtime(output_dir: str | Path) -> float | None:
     return None
 
 
+def _cpu_clock():
+    """A TrainerCallback that reads this process's CPU seconds (all its threads) over the training
+    loop, the span of the trainer's own `train_runtime`. With a stage pinned to its threads, they
+    measure the work done, where wall seconds also count what else the machine was running."""
+    from transformers import TrainerCallback
+
+    class CpuClock(TrainerCallback):
+        seconds: float | None = None
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._start = time.process_time()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.seconds = round(time.process_time() - self._start, 3)
+
+    return CpuClock()
+
+
 def train_stage(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
                 train_file: str, steps: int, lr: float, seed: int, scheduler: str,
                 callbacks: Sequence = ()) -> dict:
     """Train one stage (see `train_config` for the arguments; `callbacks` are TrainerCallbacks)
     and return what the run reports of it: steps, where the model is, prompt visits, sampled
-    completions, the trainer's runtime and the learning rate."""
+    completions, the trainer's runtime (wall seconds), the training loop's CPU seconds and the
+    learning rate."""
     from ..training import TrainConfig, train
 
     cfg = TrainConfig.from_dict(train_config(settings, folder, method=method, start=start, train_file=train_file,
                                              steps=steps, lr=lr, seed=seed, scheduler=scheduler),
                                 source=f"miniature stage {folder}")
-    result = train(cfg, callbacks=list(callbacks))
+    clock = _cpu_clock()
+    result = train(cfg, callbacks=[*callbacks, clock])
     grpo = method == "grpo"
     prompts_per_step = settings.grpo_prompts_per_step if grpo else settings.sft_batch
     return {"method": method, "steps": result.global_step, "adapter_dir": result.adapter_dir,
             "base_model": result.base_model, "prompt_visits": result.global_step * prompts_per_step,
             "completions": result.global_step * prompts_per_step * settings.num_generations if grpo else 0,
-            "train_runtime": train_runtime(folder), "learning_rate": lr}
+            "train_runtime": train_runtime(folder), "train_cpu_seconds": clock.seconds, "learning_rate": lr}
 
 
 def policy_of(settings: MiniatureSettings, stage: dict) -> tuple[str, str | None]:

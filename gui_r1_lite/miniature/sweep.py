@@ -1,6 +1,10 @@
 """The validation sweep: each arm's continuation tuned with the same number of configurations
 (`settings.SWEEP_GRID`), every one trained from the seed's own warm start and scored on the validation
-seeds of the training file only; every run lands in `sweep.json`, with the configuration each arm takes."""
+seeds of the training file only; every run lands in `sweep.json`, with the configuration each arm takes.
+
+The SFT configurations are run once per compute budget (`fair_modes`: matched on prompt visits, and on
+the GRPO arm's training seconds), against the same GRPO runs: each comparison of the study then has its
+SFT arm tuned with as many configurations as the GRPO arm, for the budget it gets."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from ..runio import write_json_atomic
 from .parallel import default_workers, pinned_threads, run_parallel
 from .report import WARM
 from .runner import SeedRun, check_same_settings
-from .settings import DEFAULT_TRAIN, SWEEP_GRID, MiniatureSettings
+from .settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
 from .splits import prepared_data
 from .stages import policy_of
 
@@ -38,9 +42,11 @@ def configurations(grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID) -> d
     return configs
 
 
-def config_name(arm: str, config: Mapping[str, Any]) -> str:
-    """The folder of one configuration's run, e.g. `sft_grpo-grpo_lr=0.0001-temperature=0.7`."""
-    return "-".join([arm, *(f"{k}={v}" for k, v in config.items())])
+def config_name(arm: str, config: Mapping[str, Any], fair: str = "visits") -> str:
+    """The folder of one configuration's run, e.g. `sft_grpo-grpo_lr=0.0001-temperature=0.7`; an SFT
+    run matched on seconds ends in `-fair=seconds`."""
+    suffix = [f"fair={fair}"] if arm == "sft" and fair != "visits" else []
+    return "-".join([arm, *(f"{k}={v}" for k, v in config.items()), *suffix])
 
 
 def _basis(settings: MiniatureSettings, grpo_configs: list[dict]) -> dict:
@@ -66,13 +72,14 @@ def warm_job(out: str, seed: int, settings: MiniatureSettings, data: dict) -> di
 
 
 def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm: str, config: dict,
-               basis: dict | None) -> dict:
+               basis: dict | None, fair: str = "visits") -> dict:
     """One configuration of `arm` for one seed: trained from the seed's warm start (read back from
-    `out/seed<N>/warm_train`) and scored on the validation rows; `basis` is the GRPO configuration
-    whose training time sets the SFT budget under `fair="seconds"`."""
-    s = MiniatureSettings.from_overrides(settings, **config)
+    `out/seed<N>/warm_train`) and scored on the validation rows. An `sft` run gets the budget `fair`
+    says; under "seconds", that of `basis`, the GRPO configuration whose training time sets it (read
+    back from its run, trained here only if it is missing)."""
+    s = MiniatureSettings.from_overrides(settings, **config, **({"fair": fair} if arm == "sft" else {}))
     base = SeedRun(Path(out), seed, settings, data)
-    run = SeedRun(Path(out) / config_name(arm, config), seed, s, data)
+    run = SeedRun(Path(out) / config_name(arm, config, fair), seed, s, data)
     with pinned_threads(s.threads) as runtime:
         base.runtime = run.runtime = runtime
         warm = _warm(base)
@@ -81,7 +88,7 @@ def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm
             trained = run.train(arm, "grpo", steps=s.grpo_steps, lr=s.grpo_lr, scheduler=s.extra_scheduler,
                                 start=start)
         else:
-            if s.fair == "seconds":  # read back from the GRPO phase (trained here only if it is missing)
+            if s.fair == "seconds":
                 b = MiniatureSettings.from_overrides(settings, **basis)
                 grpo_run = SeedRun(Path(out) / config_name("sft_grpo", basis), seed, b, data, runtime=runtime)
                 run.stages["sft_grpo_train"] = grpo_run.train("sft_grpo", "grpo", steps=b.grpo_steps, lr=b.grpo_lr,
@@ -90,9 +97,9 @@ def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm
             trained = run.train(arm, "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
                                 start=start, record={"budget": budget})
         scored = run.evaluate(arm)
-    return {"seed": seed, "arm": arm, "config": config, "metrics": scored["metrics"], "n": scored["n"],
-            "steps": trained["steps"], "train_seconds": trained["seconds"], "eval_seconds": scored["seconds"],
-            "folder": str(run.folder)}
+    return {"seed": seed, "arm": arm, "config": config, "fair": s.fair if arm == "sft" else None,
+            "metrics": scored["metrics"], "n": scored["n"], "steps": trained["steps"],
+            "train_seconds": trained["seconds"], "eval_seconds": scored["seconds"], "folder": str(run.folder)}
 
 
 def choose(runs: Sequence[dict], configs: Mapping[str, list[dict]]) -> dict[str, dict]:
@@ -109,10 +116,15 @@ def choose(runs: Sequence[dict], configs: Mapping[str, list[dict]]) -> dict[str,
     return chosen
 
 
+def _for_budget(runs: Sequence[dict], fair: str) -> list[dict]:
+    """The runs of one comparison: every GRPO run and the SFT runs of budget `fair`."""
+    return [r for r in runs if r["arm"] == "sft_grpo" or r.get("fair", "visits") == fair]
+
+
 def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
               train_data: str | os.PathLike = DEFAULT_TRAIN, settings: MiniatureSettings | None = None,
               grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID, workers: int | None = None,
-              **overrides: Any) -> dict:
+              fair_modes: Sequence[str] = FAIR_MODES, **overrides: Any) -> dict:
     """Tune both arms on the validation split and write `out_dir/sweep.json`.
 
     Args:
@@ -123,13 +135,19 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
             configuration replaces the fields it names.
         grid: `{arm: {setting: values}}`, the same number of configurations for each arm.
         workers: runs side by side, each in a process of its own (default: one per `threads` cores).
+        fair_modes: the SFT budgets each SFT configuration is run under (`settings.FAIR_MODES`); the
+            settings' own `fair` plays no part.
 
     Returns:
-        `sweep.json`'s object: `grid`, `seeds`, `settings`, `data`, `warm_start` (each seed's
-        validation metrics), `runs` (every configuration for every seed), `chosen` (per arm) and
-        `seconds_per_configuration` (per arm, mean of training + scoring), `wall_seconds`.
+        `sweep.json`'s object: `grid`, `seeds`, `fair_modes`, `settings`, `data`, `warm_start` (each
+        seed's validation metrics), `runs` (every configuration for every seed and budget), `chosen`
+        (per budget, per arm), `seconds_per_configuration` (per budget, per arm: mean of training +
+        scoring), `seconds_basis`, `workers`, `wall_seconds`.
     """
     settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
+    fair_modes = tuple(fair_modes)
+    if not fair_modes or not set(fair_modes) <= set(FAIR_MODES):
+        raise UsageError(f"fair_modes must be among {FAIR_MODES}, got {fair_modes}")
     configs, seeds, out = configurations(grid), [int(s) for s in seeds], Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     check_same_settings(out, json.loads(json.dumps({
@@ -140,17 +158,19 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
     jobs = [{s: (str(out), s, settings, data) for s in seeds},
             {(s, "sft_grpo", i): (str(out), s, settings, data, "sft_grpo", c, None)
              for s in seeds for i, c in enumerate(configs["sft_grpo"])},
-            {(s, "sft", i): (str(out), s, settings, data, "sft", c, basis)
-             for s in seeds for i, c in enumerate(configs["sft"])}]
+            {(s, "sft", f, i): (str(out), s, settings, data, "sft", c, basis, f)
+             for f in fair_modes for s in seeds for i, c in enumerate(configs["sft"])}]
     n = default_workers(settings.threads, len(jobs[1])) if workers is None else max(1, int(workers))
     warm = _phase(warm_job, jobs[0], n, settings.threads)
     runs = [r for phase in jobs[1:] for r in _phase(config_job, phase, n, settings.threads).values()]
     result = {"grid": {a: {k: list(v) for k, v in knobs.items()} for a, knobs in grid.items()}, "seeds": seeds,
-              "settings": settings.to_dict(), "data": data, "metric": SWEEP_METRIC, "fair": settings.fair,
-              "seconds_basis": basis if settings.fair == "seconds" else None,
-              "warm_start": {str(s): warm[s] for s in seeds}, "runs": runs, "chosen": choose(runs, configs),
-              "seconds_per_configuration": {a: statistics.fmean(r["train_seconds"] + r["eval_seconds"]
-                                                                for r in runs if r["arm"] == a) for a in configs},
+              "fair_modes": list(fair_modes), "settings": settings.to_dict(), "data": data, "metric": SWEEP_METRIC,
+              "seconds_basis": basis if "seconds" in fair_modes else None,
+              "warm_start": {str(s): warm[s] for s in seeds}, "runs": runs,
+              "chosen": {f: choose(_for_budget(runs, f), configs) for f in fair_modes},
+              "seconds_per_configuration": {f: {a: statistics.fmean(r["train_seconds"] + r["eval_seconds"]
+                                                                    for r in _for_budget(runs, f) if r["arm"] == a)
+                                                 for a in configs} for f in fair_modes},
               "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / SWEEP_FILE, result)
     return result
@@ -165,14 +185,22 @@ def _phase(fn, jobs: dict, workers: int, threads: int) -> dict:
 
 
 def sweep_table(result: dict) -> str:
-    """A Markdown table of the sweep: every configuration's mean validation click accuracy, the chosen marked."""
-    lines = [f"| arm | configuration | validation {SWEEP_METRIC} % (mean of seeds {result['seeds']}) |",
-             "|---|---|---:|"]
-    for arm, pick in result["chosen"].items():
-        for row in pick["means"]:
-            mark = " **chosen**" if row["config"] == pick["config"] else ""
-            config = ", ".join(f"{k} {v}" for k, v in row["config"].items())
-            lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} |")
+    """Markdown tables of the sweep, one per SFT budget: every configuration's mean validation click
+    accuracy, the chosen marked, and each arm's mean seconds a configuration."""
+    titles = {"visits": "SFT matched on prompt visits", "seconds": "SFT matched on the GRPO arm's training seconds"}
+    lines = []
+    for fair, chosen in result["chosen"].items():
+        seconds = result["seconds_per_configuration"][fair]
+        lines += [f"{titles.get(fair, fair)}:", "",
+                  f"| arm | configuration | validation {SWEEP_METRIC} % (mean of seeds {result['seeds']}) |",
+                  "|---|---|---:|"]
+        for arm, pick in chosen.items():
+            for row in pick["means"]:
+                mark = " **chosen**" if row["config"] == pick["config"] else ""
+                config = ", ".join(f"{k} {v}" for k, v in row["config"].items())
+                lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} |")
+        lines += ["", "seconds a configuration (training + scoring, mean): "
+                  + ", ".join(f"{arm} {s:.0f} s" for arm, s in seconds.items()), ""]
     warm = statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start"].values())
-    lines += ["", f"warm start alone: {100 * warm:.1f} %; n = {result['data']['n_heldout']} validation rows a seed"]
+    lines += [f"warm start alone: {100 * warm:.1f} %; n = {result['data']['n_heldout']} validation rows a seed"]
     return "\n".join(lines)
