@@ -27,6 +27,10 @@ from .splits import prepared_data
 from .stages import policy_of
 
 SWEEP_FILE = "sweep.json"
+#: The sweep's choices and every configuration's mean (`evidence`), written beside `sweep.json`; the
+#: package ships the copy its settings were chosen by (`SHIPPED_EVIDENCE`).
+EVIDENCE_FILE = "sweep_evidence.json"
+SHIPPED_EVIDENCE = Path(__file__).with_name(EVIDENCE_FILE)
 #: What the sweep ranks configurations by: mean validation click accuracy over the seeds.
 SWEEP_METRIC = "click_accuracy"
 
@@ -173,7 +177,23 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
                                                  for a in configs} for f in fair_modes},
               "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / SWEEP_FILE, result)
+    write_json_atomic(out / EVIDENCE_FILE, evidence(result))
     return result
+
+
+def evidence(result: Mapping[str, Any]) -> dict:
+    """What the settings' choices rest on, from a sweep's result: the seeds, validation rows a seed,
+    the warm start's score, each budget's chosen configuration per arm with every configuration's
+    mean, seconds a configuration, workers and wall time."""
+    def per_budget(key: str) -> dict:
+        return {f: {arm: pick[key] for arm, pick in chosen.items()} for f, chosen in result["chosen"].items()}
+
+    return {"seeds": list(result["seeds"]), "validation_rows_per_seed": result["data"]["n_heldout"],
+            "metric": result["metric"], "grid": result["grid"],
+            "warm_start": statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start"].values()),
+            "chosen": per_budget("config"), "means": per_budget("means"), "ties": per_budget("ties"),
+            "seconds_per_configuration": result["seconds_per_configuration"], "workers": result["workers"],
+            "wall_seconds": result["wall_seconds"]}
 
 
 def _phase(fn, jobs: dict, workers: int, threads: int) -> dict:
