@@ -17,9 +17,10 @@ from gui_r1_lite.errors import RunFailed
 from gui_r1_lite.miniature.__main__ import parse_overrides
 from gui_r1_lite.miniature.parallel import run_parallel
 from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
+from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
 from gui_r1_lite.miniature.stages import run_stage
 from gui_r1_lite.miniature.study import run_study, share_stages
-from gui_r1_lite.miniature.sweep import choose, config_name, configurations, run_sweep, sweep_table
+from gui_r1_lite.miniature.sweep import SHIPPED_EVIDENCE, choose, config_name, configurations, run_sweep, sweep_table
 from gui_r1_lite.runio import read_json, read_jsonl
 
 TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
@@ -129,18 +130,18 @@ def test_an_unfinished_training_stage_starts_over(tmp_path):
 
 
 def test_fair_seconds_gives_sft_the_grpo_arm_s_training_time(tmp_path):
-    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds", sft_extra_stop=1.0), {})
     run.stages = {"warm_train": {"train_runtime": 20.0, "seconds": 25.0, "steps": 10},
                   "sft_grpo_train": {"train_runtime": 30.0, "seconds": 40.0, "steps": 5}}
     assert run.sft_steps() == 15  # 30 s of GRPO at 2 s per SFT step
-    run.settings = miniature.MiniatureSettings(extra_prompts=160, sft_batch=8)
+    run.settings = miniature.MiniatureSettings(extra_prompts=160, sft_batch=8, sft_extra_stop=1.0)
     assert run.sft_steps() == 20  # "visits": 160 prompts, 8 a step
     run.settings = miniature.MiniatureSettings(extra_prompts=160, sft_batch=8, sft_extra_stop=0.5)
     assert run.sft_budget() == {"fair": "visits", "budget_steps": 20, "stop": 0.5, "steps": 10}  # early stopping
 
 
 def test_fair_seconds_counts_cpu_seconds_where_both_stages_have_them(tmp_path):
-    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds", sft_extra_stop=1.0), {})
     run.stages = {"warm_train": {"train_runtime": 20.0, "train_cpu_seconds": 10.0, "seconds": 25.0, "steps": 10},
                   "sft_grpo_train": {"train_runtime": 90.0, "train_cpu_seconds": 30.0, "seconds": 95.0, "steps": 5}}
     budget = run.sft_budget()  # the GRPO stage ran while the machine was busy: its wall time is not its work
@@ -148,7 +149,7 @@ def test_fair_seconds_counts_cpu_seconds_where_both_stages_have_them(tmp_path):
 
 
 def test_fair_seconds_keeps_the_steps_it_resolved_to_for_a_rerun(tmp_path):
-    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds"), {})
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds", sft_extra_stop=1.0), {})
     run.stages = {"warm_train": {"train_runtime": 20.0, "seconds": 25.0, "steps": 10},
                   "sft_grpo_train": {"train_runtime": 30.0, "seconds": 40.0, "steps": 5}}
     assert run.sft_steps() == 15
@@ -223,6 +224,21 @@ def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
     assert config_name("sft", {"sft_extra_lr": 1e-05, "sft_extra_stop": 0.5}) == "sft-sft_extra_lr=1e-05-sft_extra_stop=0.5"
     assert config_name("sft", {"sft_extra_lr": 1e-05}, "seconds") == "sft-sft_extra_lr=1e-05-fair=seconds"
     assert config_name("sft_grpo", {"grpo_lr": 1e-4}, "seconds") == "sft_grpo-grpo_lr=0.0001"  # one GRPO run serves both
+
+
+def test_the_settings_are_the_shipped_sweep_s_choices():
+    shipped = read_json(SHIPPED_EVIDENCE)
+    assert shipped["grid"] == {a: {k: list(v) for k, v in knobs.items()} for a, knobs in miniature.SWEEP_GRID.items()}
+    assert len(shipped["seeds"]) >= 2 and set(shipped["chosen"]) == set(miniature.FAIR_MODES)
+    for fair, chosen in shipped["chosen"].items():  # the choice is the best mean, the first in grid order on a tie
+        for arm, config in chosen.items():
+            means = [row["click_accuracy"] for row in shipped["means"][fair][arm]]
+            assert shipped["means"][fair][arm][means.index(max(means))]["config"] == config, (fair, arm)
+    defaults = miniature.MiniatureSettings()
+    for arm in ("sft", "sft_grpo"):
+        assert {k: getattr(defaults, k) for k in shipped["chosen"]["visits"][arm]} == shipped["chosen"]["visits"][arm]
+    assert shipped["chosen"]["seconds"]["sft"] == SECONDS_CHOSEN
+    assert shipped["chosen"]["seconds"]["sft_grpo"] == shipped["chosen"]["visits"]["sft_grpo"]  # one set of GRPO runs
 
 
 def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
@@ -446,6 +462,9 @@ def test_the_sweep_tunes_both_arms_on_the_validation_seeds_only(tiny_run, tmp_pa
     visits = read_json(out / "sft-sft_extra_lr=0.0001" / "seed0" / "sft_train" / miniature.STAGE_FILE)
     assert visits["budget"]["fair"] == "visits" and visits["steps"] == visits["budget"]["steps"]
     assert all(r["train_seconds"] > 0 and 0.0 <= r["metrics"]["click_accuracy"] <= 1.0 for r in result["runs"])
+    shipped_shape = read_json(out / "sweep_evidence.json")
+    assert shipped_shape["chosen"] == {f: {a: p["config"] for a, p in c.items()} for f, c in result["chosen"].items()}
+    assert shipped_shape["seeds"] == [0] and shipped_shape["validation_rows_per_seed"] == result["data"]["n_heldout"]
     table = sweep_table(result)
     assert "chosen" in table and "prompt visits" in table and "training seconds" in table
     again = run_sweep(out, [0], grid=grid, workers=1, fair_modes=("visits",), **{**TINY_BUDGET, "temperature": 0.7})
