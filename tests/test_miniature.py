@@ -13,8 +13,8 @@ import pytest
 
 from gui_r1_lite import miniature, progress
 from gui_r1_lite.data import load_gui_r1
-from gui_r1_lite.errors import RunFailed
-from gui_r1_lite.miniature.__main__ import parse_overrides
+from gui_r1_lite.errors import RunFailed, UsageError
+from gui_r1_lite.miniature.__main__ import main, parse_overrides
 from gui_r1_lite.miniature.parallel import run_parallel
 from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
 from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
@@ -369,6 +369,18 @@ def test_the_result_file_and_the_table(tiny_run):
     assert table.count("\n| ") == 3 and "seeds 0, 1" in table
 
 
+def test_the_compute_table_shows_each_training_stage_s_cost_over_seeds(tiny_run):
+    _, result = tiny_run
+    table = miniature.compute_table(result).splitlines()
+    assert [r.split(" | ")[0] for r in table[2:]] == ["| warm start (both arms)", "| SFT", "| SFT → GRPO"]
+    grpo = dict(zip(table[0].split(" | "), table[4].split(" | "), strict=True))
+    steps = {result["compute"][str(s)]["sft_grpo"]["steps"] for s in SEEDS}
+    assert grpo["optimiser steps"] == f"{steps.pop():,}" and not steps   # one count: no range
+    cpu = [result["compute"][str(s)]["sft_grpo"]["train_cpu_seconds"] for s in SEEDS]
+    assert grpo["training-loop CPU s"].startswith(f"{sum(cpu) / len(cpu):,.0f}")
+    assert table[3].split(" | ")[3] == "–"   # SFT samples no answers
+
+
 def test_a_rerun_reuses_every_finished_stage(tiny_run):
     out, result = tiny_run
     again = miniature.run_miniature(out, seeds=SEEDS, **TINY_BUDGET)
@@ -500,4 +512,14 @@ def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path)
     assert seconds["settings"]["fair"] == "seconds" and "warm_train" in seconds["skipped_stages"]["0"]  # shared
     assert seconds["compute"]["0"]["sft"]["budget"]["fair"] == "seconds"
     assert read_json(out / "all_tasks" / miniature.RESULT_FILE)["settings"]["tasks"] is None
-    assert (out / "study.md").read_text().count("\n## ") == 3
+    md = (out / "study.md").read_text()
+    assert md.count("\n## ") == 3 and md.count("| task | click rows |") == 3 and md.count("| stage |") == 3
+    (out / "study.md").unlink()
+    assert main(["--study", str(out), "--report"]) == 0 and (out / "study.md").read_text() == md  # nothing ran
+
+
+def test_report_needs_a_finished_study(tmp_path):
+    with pytest.raises(UsageError, match="no finished study"):
+        main(["--study", str(tmp_path), "--report"])
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path), "--report"])

@@ -14,7 +14,7 @@ from ..runfolder import writable_folder
 from .report import miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, FAIR_MODES
-from .study import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, run_study, study_markdown
+from .study import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, rewrite_report, run_study, study_markdown
 from .sweep import SWEEP_FILE, run_sweep, sweep_table
 
 #: Settings whose YAML lists become tuples.
@@ -59,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
                     help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
     ap.add_argument("--progress", action="store_true", help="show training logs")
+    ap.add_argument("--report", action="store_true",
+                    help="with --study: write OUT/study.md again from the finished study's files (nothing runs)")
     return ap
 
 
@@ -81,7 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     if args.validate and not args.out:
         ap.error("--validate goes with --out (the sweep always scores on the validation split, the study never)")
+    if args.report and not args.study:
+        ap.error("--report goes with --study (it rewrites a finished study's study.md)")
     t0 = time.perf_counter()
+    if args.study and args.report:
+        try:
+            print(f"wrote {rewrite_report(args.study)}")
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
     if args.study:
         writable_folder(args.study, "--study")
         episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)

@@ -214,6 +214,39 @@ def per_task_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: The compute of each trained stage as `compute_table` shows it: (result key, column heading).
+COMPUTE_COLUMNS = (("steps", "optimiser steps"), ("prompt_visits", "prompt visits"),
+                   ("completions", "sampled answers"), ("train_cpu_seconds", "training-loop CPU s"),
+                   ("train_runtime", "training wall s"))
+
+
+def _spread(values: Sequence[float | None], digits: int = 0) -> str:
+    """`mean (min–max)` of the values that are known; `–` when none is."""
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return "–"
+    mean = f"{statistics.fmean(vals):,.{digits}f}"
+    lo, hi = f"{min(vals):,.{digits}f}", f"{max(vals):,.{digits}f}"
+    return mean if lo == hi else f"{mean} ({lo}–{hi})"
+
+
+def compute_table(result: dict) -> str:
+    """A Markdown table of what each trained stage cost (warm start, SFT, SFT → GRPO): optimiser
+    steps, prompt visits, sampled answers, the training loop's CPU seconds (one thread, so the work
+    done, whatever else ran) and its wall seconds; the mean over seeds with the range in brackets.
+    The SFT and GRPO rows are the arms' own cost, after the warm start both share."""
+    compute = result.get("compute") or {}
+    seeds = sorted(compute, key=int)
+    names = {WARM: "warm start (both arms)", "sft": "SFT", "sft_grpo": "SFT → GRPO"}
+    lines = [f"| stage | {' | '.join(h for _, h in COMPUTE_COLUMNS)} |", "|---|" + "---:|" * len(COMPUTE_COLUMNS)]
+    for arm, name in names.items():
+        rows = [compute[s].get(arm) or {} for s in seeds]
+        if not any(rows):
+            continue
+        lines.append(f"| {name} | {' | '.join(_spread([r.get(k) for r in rows]) for k, _ in COMPUTE_COLUMNS)} |")
+    return "\n".join(lines)
+
+
 def spread_over_tasks(records: Sequence[dict], k: int) -> list[dict]:
     """Up to `k` of `records`, the tasks taken in turn (each task's first record, then each task's
     second, …), so that a gallery of a few shows many tasks. Records whose id is not a MiniWoB++ row

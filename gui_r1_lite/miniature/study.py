@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runio import write_json_atomic, write_text_atomic
-from .report import miniature_table
+from ..runio import read_json, write_json_atomic, write_text_atomic
+from .report import compute_table, miniature_table, per_task_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import SECONDS_CHOSEN
 from .stages import STAGE_FILE
@@ -95,13 +95,35 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
     return study
 
 
+def part_tables(part: dict) -> str:
+    """A part's tables: the arms (with the gain and its tests), click accuracy per task and each
+    stage's compute, read from the part's result file; the table stored in `study.json` when that
+    file is gone."""
+    path = Path(part["result"])
+    if not path.exists():
+        return part["table"]
+    result = read_json(path)
+    return "\n\n".join([miniature_table(result), "Click accuracy per task (mean over seeds):",
+                        per_task_table(result), "Compute of each training stage, a seed (mean over seeds (range)):",
+                        compute_table(result)])
+
+
 def study_markdown(study: dict) -> str:
-    """The study's tables, one per part, with each part's wall time and the command."""
+    """The study's tables, one set per part, with each part's wall time and the command."""
     titles = {"visits": "SFT matched on prompt visits (the main comparison)",
               "seconds": "SFT matched on the GRPO arm's training seconds",
               "all_tasks": "every MiniWoB++ task (secondary; SFT matched on visits)"}
     lines = [f"`{study['command']}`: {study['wall_seconds'] / 60:.1f} min wall time", ""]
     for name, part in study["parts"].items():
-        lines += [f"## {titles.get(name, name)}", "", part["table"], "",
+        lines += [f"## {titles.get(name, name)}", "", part_tables(part), "",
                   f"{part['wall_seconds'] / 60:.1f} min; {part['result']}", ""]
     return "\n".join(lines)
+
+
+def rewrite_report(out_dir: str | os.PathLike) -> Path:
+    """Write `study.md` again from a finished study's `study.json` and its parts' result files (the
+    tables of this version of the report, nothing run again). Returns its path."""
+    out = Path(out_dir)
+    if not (out / STUDY_FILE).exists():
+        raise FileNotFoundError(f"{out / STUDY_FILE}: no finished study there (run --study {out} first)")
+    return write_text_atomic(out / "study.md", study_markdown(read_json(out / STUDY_FILE)))
