@@ -366,7 +366,8 @@ def test_the_result_file_and_the_table(tiny_run):
     out, result = tiny_run
     assert json.loads((out / miniature.RESULT_FILE).read_text())["sft"] == result["sft"]
     table = miniature.miniature_table(result)
-    assert table.count("\n| ") == 3 and "seeds 0, 1" in table
+    assert table.count("\n| ") == 4 and "seeds 0, 1" in table   # the arms and the warm start they begin from
+    assert table.splitlines()[3].startswith("| warm start (reference) | ")
 
 
 def test_the_compute_table_shows_each_training_stage_s_cost_over_seeds(tiny_run):
@@ -514,6 +515,7 @@ def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path)
     assert read_json(out / "all_tasks" / miniature.RESULT_FILE)["settings"]["tasks"] is None
     md = (out / "study.md").read_text()
     assert md.count("\n## ") == 3 and md.count("| task | click rows |") == 3 and md.count("| stage |") == 3
+    assert "Closed-loop success per task" not in md   # no episodes played: no online table
     (out / "study.md").unlink()
     assert main(["--study", str(out), "--report"]) == 0 and (out / "study.md").read_text() == md  # nothing ran
 

@@ -13,6 +13,7 @@ import pytest
 
 from gui_r1_lite import metrics, pipeline, viz
 from gui_r1_lite.miniature import report, stats
+from gui_r1_lite.online import wilson
 from gui_r1_lite.runio import read_jsonl, write_jsonl_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -203,6 +204,21 @@ def test_the_tables_show_intervals_gain_and_counts(study_folder):
     assert "McNemar" in table and "12 with a click target" in table
     per_task = report.per_task_table(study)
     assert "| click-tab | 6 | 3 |" in per_task and "| login-user | 6 | 3 |" in per_task
+    # the warm start both arms begin from: a reference row after random when the run scored it
+    study["warm_start"] = {m: {"mean": 0.25, "std": 0.0, "per_seed": [0.25, 0.25]} for m in report.METRICS}
+    rows = report.miniature_table(study).split("\n| ")[1:5]
+    assert [r.split(" | ")[0] for r in rows] == ["random", "warm start (reference)", "sft", "sft_grpo"]
+    assert rows[1].split(" | ")[2].startswith("37.5 [")   # the warm arm's click accuracy read from its rows
+
+
+def test_the_online_table_pools_each_task_s_episodes_over_seeds(study_folder):
+    study = pipeline.miniature_result(study_folder)
+    table = report.online_task_table(study).splitlines()
+    assert table[0].startswith("| task | random: solved / episodes") and "warm" not in table[0]  # no warm online
+    lo, hi = (f"{100 * v:.1f}" for v in wilson(4, 8))
+    assert table[2] == f"| click-tab | 0 / 8, 0.0 [0.0, 32.4] | 2 / 8, 25.0 [7.1, 59.1] | 4 / 8, 50.0 [{lo}, {hi}] |"
+    assert table[3].startswith("| login-user | 0 / 8")
+    assert report.online_task_table({"online": {}}) == "(no closed-loop episodes in this run)"
 
 
 def test_the_bars_show_the_intervals_and_the_gain_readably(study_folder):

@@ -52,7 +52,16 @@ training stage starts over.
     python -m gui_r1_lite.miniature --sweep runs/sweep     # tune both arms on validation (`sweep`)
 """
 
-from .report import ARMS, METRICS, WARM, aggregate, arm_results, compute_table, miniature_table
+from .report import (
+    ARMS,
+    METRICS,
+    WARM,
+    aggregate,
+    arm_results,
+    compute_table,
+    miniature_table,
+    online_task_table,
+)
 from .runner import RESULT_FILE, TRAINED, SeedRun, run_miniature, run_seed, stage_names
 from .settings import (
     ALL_TASKS,
@@ -76,7 +85,7 @@ __all__ = [
     "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
     "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED", "VALIDATION_RUNS",
     "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "compute_table",
-    "miniature_table",
+    "miniature_table", "online_task_table",
     "per_task_click_accuracy", "prepare_data", "prepared_data", "run_miniature", "run_seed", "run_study", "run_sweep",
     "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
 ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..online.results import wilson
 from . import stats
 from .splits import select_rows, task_of
 
@@ -21,6 +22,8 @@ WARM = "warm"
 METRICS: tuple[str, ...] = ("format_rate", "click_accuracy", "strict_step_success")
 METRIC_NAMES = {"format_rate": "format rate %", "click_accuracy": "click accuracy %",
                 "strict_step_success": "strict step success %"}
+#: Where a run's result keeps the warm start's metrics, and its row's name in the tables.
+WARM_RESULT, WARM_LABEL = "warm_start", "warm start (reference)"
 #: The comparison the study is about: the gain of `GAIN_ARM` over `GAIN_VS` (the SFT continuation).
 GAIN_ARM, GAIN_VS = "sft_grpo", "sft"
 #: Click accuracy on every row with a click target, and on those of them whose answer parsed.
@@ -158,14 +161,18 @@ def miniature_table(result: dict) -> str:
     heads = ["arm", "format rate %", "click accuracy % [95 % CI]", "click accuracy on parsed rows % [95 % CI]",
              "strict step success %"] + (["online success % [95 % CI]"] if online else [])
     lines = [f"| {' | '.join(heads)} |", "|---|" + "---:|" * (len(heads) - 1)]
-    for arm in ARMS:
+    # the warm start both trained arms begin from, as a reference row when the run scored it
+    rows = [(arm, arm, result[arm]) for arm in ARMS[:1]]
+    rows += [(WARM, WARM_LABEL, result[WARM_RESULT])] if result.get(WARM_RESULT) else []
+    rows += [(arm, arm, result[arm]) for arm in ARMS[1:]]
+    for arm, label, figures in rows:
         click = arms.get(arm) or {}
-        cells = [_pct(result[arm]["format_rate"]["mean"]),
-                 _with_interval(click.get("click_accuracy") or result[arm]["click_accuracy"]),
+        cells = [_pct(figures["format_rate"]["mean"]),
+                 _with_interval(click.get("click_accuracy") or figures["click_accuracy"]),
                  _with_interval(click.get("click_accuracy_parsed")),
-                 _pct(result[arm]["strict_step_success"]["mean"])]
+                 _pct(figures["strict_step_success"]["mean"])]
         cells += [_with_interval((online.get(arm) or {}).get("success"))] if online else []
-        lines.append(f"| {arm} | {' | '.join(cells)} |")
+        lines.append(f"| {label} | {' | '.join(cells)} |")
     return "\n".join(lines + [""] + _gain_lines(st) + [_table_note(result, st)])
 
 
@@ -211,6 +218,30 @@ def per_task_table(result: dict) -> str:
         first = next(per_task[a][t] for a in arms if t in per_task[a])
         cells = [_pct((per_task[a].get(t) or {}).get("accuracy")) for a in arms]
         lines.append(f"| {t} | {first['rows']} | {first['episodes']} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def online_task_table(result: dict) -> str:
+    """A Markdown table of closed-loop success per task: for every arm that played on every seed,
+    the episodes solved of those played, pooled over seeds, in % with Wilson's 95 % interval of the
+    pooled episodes, which treats every episode as an independent draw (the arms' table's interval
+    also draws seeds, so it covers the spread between seeds' models too)."""
+    online = result.get("online") or {}
+    seeds = sorted(online, key=int)
+    arms = [a for a in (ARMS[0], WARM, *ARMS[1:]) if seeds and all(a in (online[s] or {}) for s in seeds)]
+    if not arms:
+        return "(no closed-loop episodes in this run)"
+    counts = {a: [stats.online_counts(online[s][a]) for s in seeds] for a in arms}
+    tasks = sorted({t for a in arms for c in counts[a] for t in c})
+    lines = [f"| task | {' | '.join(f'{a}: solved / episodes, % [95 % CI]' for a in arms)} |",
+             "|---|" + "---:|" * len(arms)]
+    for t in tasks:
+        cells = []
+        for a in arms:
+            solved, n = (sum(c.get(t, (0, 0))[i] for c in counts[a]) for i in (0, 1))
+            lo, hi = wilson(solved, n)
+            cells.append(f"{solved} / {n}, {_pct(solved / n)} [{_pct(lo)}, {_pct(hi)}]" if n else "–")
+        lines.append(f"| {t} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runio import read_json, write_json_atomic, write_text_atomic
-from .report import compute_table, miniature_table, per_task_table
+from .report import compute_table, miniature_table, online_task_table, per_task_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import SECONDS_CHOSEN
 from .stages import STAGE_FILE
@@ -103,9 +103,11 @@ def part_tables(part: dict) -> str:
     if not path.exists():
         return part["table"]
     result = read_json(path)
+    online = ["Closed-loop success per task (episodes of every seed together):",
+              online_task_table(result)] if result.get("online") else []
     return "\n\n".join([miniature_table(result), "Click accuracy per task (mean over seeds):",
-                        per_task_table(result), "Compute of each training stage, a seed (mean over seeds (range)):",
-                        compute_table(result)])
+                        per_task_table(result), *online,
+                        "Compute of each training stage, a seed (mean over seeds (range)):", compute_table(result)])
 
 
 def study_markdown(study: dict) -> str:
