@@ -14,6 +14,7 @@ import pytest
 from gui_r1_lite import miniature, progress
 from gui_r1_lite.data import load_gui_r1
 from gui_r1_lite.errors import RunFailed, UsageError
+from gui_r1_lite.miniature import __main__ as miniature_cli
 from gui_r1_lite.miniature.__main__ import main, parse_overrides
 from gui_r1_lite.miniature.parallel import run_parallel
 from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
@@ -503,7 +504,7 @@ def test_the_sweep_command_runs_both_budgets_unless_one_is_named(monkeypatch, tm
     assert calls[1]["fair_modes"] == ("seconds",) and calls[1]["warm_steps"] == 3 and "fair" not in calls[1]
 
 
-def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path):
+def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path, monkeypatch, capsys):
     out = tmp_path / "study"
     share_stages(tiny_run[0], out / "visits", [0], miniature.stage_names(miniature.MiniatureSettings()))
     study = run_study(out, [0], workers=1, online_episodes=0, **TINY_BUDGET)
@@ -518,6 +519,15 @@ def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path)
     assert "Closed-loop success per task" not in md   # no episodes played: no online table
     (out / "study.md").unlink()
     assert main(["--study", str(out), "--report"]) == 0 and (out / "study.md").read_text() == md  # nothing ran
+    # the command prints the same tables at the end of its run (the study itself is the one above)
+    monkeypatch.setattr(miniature_cli, "run_study", lambda *args, **kwargs: study)
+    capsys.readouterr()
+    assert main(["--study", str(out)]) == 0 and md in capsys.readouterr().out
+    moved = out.rename(tmp_path / "moved")   # the parts are read from the folder, not from where it once was
+    assert main(["--study", str(moved), "--report"]) == 0 and (moved / "study.md").read_text() == md
+    (moved / "all_tasks" / miniature.RESULT_FILE).unlink()
+    assert main(["--study", str(moved), "--report"]) == 0
+    assert "all_tasks/miniature.json is gone" in (moved / "study.md").read_text()
 
 
 def test_report_needs_a_finished_study(tmp_path):

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)
         study = run_study(args.study, _seeds(args.seeds, STUDY_SEEDS), workers=args.workers, online_episodes=episodes,
                           train_data=args.train_data, heldout_data=args.heldout_data, **overrides)
-        print(study_markdown(study))
+        print(study_markdown(study, args.study))
         print(f"\nwrote {Path(args.study) / STUDY_FILE}")
         return 0
     if args.sweep:

@@ -91,17 +91,17 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
     study = {"seeds": seeds, "command": base, "parts": parts, "shared_stages": shared,
              "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / STUDY_FILE, study)
-    write_text_atomic(out / "study.md", study_markdown(study))
+    write_text_atomic(out / "study.md", study_markdown(study, out))
     return study
 
 
-def part_tables(part: dict) -> str:
-    """A part's tables: the arms (with the gain and its tests), click accuracy per task and each
-    stage's compute, read from the part's result file; the table stored in `study.json` when that
-    file is gone."""
-    path = Path(part["result"])
+def part_tables(part: dict, result_path: str | os.PathLike) -> str:
+    """A part's tables: the arms (with the gain and its tests), click accuracy per task, closed-loop
+    success per task and each stage's compute, read from the part's result file `result_path`; the
+    arms' table stored in `study.json`, said to be that, when the file is gone."""
+    path = Path(result_path)
     if not path.exists():
-        return part["table"]
+        return f"{part['table']}\n\n(the table stored in {STUDY_FILE}: {path} is gone, so no per-task tables)"
     result = read_json(path)
     online = ["Closed-loop success per task (episodes of every seed together):",
               online_task_table(result)] if result.get("online") else []
@@ -110,15 +110,16 @@ def part_tables(part: dict) -> str:
                         "Compute of each training stage, a seed (mean over seeds (range)):", compute_table(result)])
 
 
-def study_markdown(study: dict) -> str:
-    """The study's tables, one set per part, with each part's wall time and the command."""
+def study_markdown(study: dict, out_dir: str | os.PathLike) -> str:
+    """The study's tables, one set per part (each read from `out_dir/<part>/`, wherever the study
+    ran from or was moved to), with each part's wall time and the command."""
     titles = {"visits": "SFT matched on prompt visits (the main comparison)",
               "seconds": "SFT matched on the GRPO arm's training seconds",
               "all_tasks": "every MiniWoB++ task (secondary; SFT matched on visits)"}
     lines = [f"`{study['command']}`: {study['wall_seconds'] / 60:.1f} min wall time", ""]
     for name, part in study["parts"].items():
-        lines += [f"## {titles.get(name, name)}", "", part_tables(part), "",
-                  f"{part['wall_seconds'] / 60:.1f} min; {part['result']}", ""]
+        lines += [f"## {titles.get(name, name)}", "", part_tables(part, Path(out_dir) / name / RESULT_FILE), "",
+                  f"{part['wall_seconds'] / 60:.1f} min; {name}/{RESULT_FILE}", ""]
     return "\n".join(lines)
 
 
@@ -128,4 +129,4 @@ def rewrite_report(out_dir: str | os.PathLike) -> Path:
     out = Path(out_dir)
     if not (out / STUDY_FILE).exists():
         raise FileNotFoundError(f"{out / STUDY_FILE}: no finished study there (run --study {out} first)")
-    return write_text_atomic(out / "study.md", study_markdown(read_json(out / STUDY_FILE)))
+    return write_text_atomic(out / "study.md", study_markdown(read_json(out / STUDY_FILE), out))
