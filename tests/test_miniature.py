@@ -394,7 +394,7 @@ def test_a_rerun_reuses_every_finished_stage(tiny_run):
 def test_a_rerun_with_other_settings_is_refused(tiny_run):
     with pytest.raises(ValueError, match="other settings"):
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "warm_steps": 3})
-    with pytest.raises(ValueError, match="other settings"):  # the thread count changes the figures
+    with pytest.raises(ValueError, match="other settings"):  # the thread count can change the figures
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "threads": 2})
 
 

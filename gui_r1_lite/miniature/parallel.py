@@ -32,7 +32,8 @@ def default_workers(threads: int, jobs: int) -> int:
 def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
     """Run the block on `threads` torch threads with deterministic algorithms, then restore both.
 
-    A float sum split over threads is added up in another order when the thread count changes, and
+    A float sum split over threads can be added up in another order when the thread count changes
+    (whether it is depends on the kernel and the CPU), and
     sampling turns the last bit into another answer; so every stage runs on the same count whatever
     the machine's load or the number of jobs beside it. Deterministic mode also fills every new
     tensor's memory (with NaN) so that reading it uninitialised shows; that is left off: it made a

@@ -165,9 +165,9 @@ class MiniatureSettings:
     online_seed_start: int = 2000
     online_max_steps: int | None = None        # None: the online evaluator's default
     online_arms: tuple[str, ...] = ONLINE_ARMS
-    # torch threads of every stage. Float sums are split over the threads, so the thread count is part
-    # of what makes a run reproducible to the digit; 1 lets seeds run side by side on every core
-    # (`workers`) and makes a seed's figures independent of how many ran beside it
+    # torch threads of every stage. Float sums may be split over the threads (kernels and CPUs decide),
+    # so the thread count is part of what makes a run reproducible to the digit; 1 lets seeds run side
+    # by side on every core (`workers`) and makes a seed's figures independent of how many ran beside it
     threads: int = 1
 
     @classmethod
