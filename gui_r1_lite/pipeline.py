@@ -178,7 +178,7 @@ def miniature_result(run_dir: str | Path) -> dict | None:
     if not found:
         return None
     study = read_json(found[0])
-    study["stats"] = study_statistics(study["predictions"], study.get("online"))
+    study["stats"] = study_statistics(study["predictions"], study.get("online"), online_runs=study.get("online_runs"))
     return study
 
 
@@ -190,13 +190,16 @@ def miniature_summary(study: dict | None) -> dict:
     """What summary.json reports of a miniature (`miniature_result`) besides its arms, as fractions:
     `gain`, the gain of SFT → GRPO over the SFT arm it is compared with (`{"vs", "arm",
     "click_accuracy"|"click_accuracy_parsed": {"mean", "ci95": [lo, hi], "per_seed"}, "mcnemar_p":
-    {seed: p}}`), and, when the run had online stages, `online` (`{arm: {"success": {"mean",
-    "ci95", "per_seed"}}}`)."""
+    {seed: p}}`, and, when both arms played online, `"online_success"`: the closed-loop gain, paired
+    on the same pages, as those), and, when the run had online stages, `online` (`{arm: {"success":
+    {"mean", "ci95", "per_seed"}}}`)."""
     st = (study or {}).get("stats") or {}
     out: dict = {}
     if st.get("gain"):
         out["gain"] = {"vs": st["vs"], "arm": st["arm"], **{k: _lean(v) for k, v in st["gain"].items()},
                        "mcnemar_p": {s: t["p_value"] for s, t in st["mcnemar"].items()}}
+        if (st.get("online_gain") or {}).get("mean") is not None:
+            out["gain"]["online_success"] = _lean(st["online_gain"])
     if st.get("online"):
         out["online"] = {arm: {"success": _lean(v["success"])} for arm, v in st["online"].items()}
     return out

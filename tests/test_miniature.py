@@ -22,7 +22,7 @@ from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
 from gui_r1_lite.miniature.stages import run_stage
 from gui_r1_lite.miniature.study import run_study, share_stages
 from gui_r1_lite.miniature.sweep import SHIPPED_EVIDENCE, choose, config_name, configurations, run_sweep, sweep_table
-from gui_r1_lite.runio import read_json, read_jsonl
+from gui_r1_lite.runio import read_json, read_jsonl, write_jsonl_atomic
 
 TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
                    max_completion_length=8, max_new_tokens=8, eval_limit=6, eval_batch_size=6,
@@ -427,7 +427,11 @@ class _StandIn:
         self.calls.append({"policy": policy, "tasks": tasks, "episodes": episodes, "seed_start": seed_start,
                            "out_dir": Path(out_dir), "pixels": (min_pixels, max_pixels), "adapter": adapter})
         solved = 1 if isinstance(policy, str) else 0  # trained models solve one episode a task, random none
-        return {"success": solved / episodes, "seeds": list(range(seed_start, seed_start + episodes)),
+        seeds = list(range(seed_start, seed_start + episodes))
+        write_jsonl_atomic(Path(out_dir) / "episodes.jsonl", [  # as the evaluator records them: its first pages
+            {"task": t, "seed": s, "steps": 2, "done": s < seed_start + solved, "raw_reward": 1.0,
+             "success": s < seed_start + solved, "end": "done", "why": None} for t in tasks for s in seeds])
+        return {"success": solved / episodes, "seeds": seeds,
                 "tasks": {t: {"success": solved / episodes, "episodes": episodes, "ci95": [0.0, 1.0],
                               "mean_steps": 2.0} for t in tasks}}
 
@@ -451,6 +455,9 @@ def test_each_arm_plays_in_the_live_page_as_a_cached_stage(tiny_run, tmp_path, m
     assert result["online"]["1"]["sft_grpo"]["tasks"]["click-tab"]["episodes"] == 2
     assert result["online_success"]["sft"]["per_seed"] == [0.5, 0.5]
     assert result["online_success"]["random"]["mean"] == 0.0
+    assert result["online_runs"]["1"]["sft"] == str(out / "seed1" / "sft_online")
+    # both trained arms solve the same pages: a paired gain of 0 in every draw
+    assert result["stats"]["online_gain"] == {"mean": 0.0, "ci95": [0.0, 0.0], "per_seed": [0.0, 0.0], "seeds": SEEDS}
     again = miniature.run_miniature(out, seeds=SEEDS, workers=1, **over)
     assert len(stand_in.calls) == 8 and again["online"] == result["online"]  # read back, not played again
 

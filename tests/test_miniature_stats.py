@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import shutil
 from pathlib import Path
 
 import matplotlib
@@ -136,10 +137,20 @@ def test_online_success_over_seeds():
     assert mixed["mean"] == 0.5 and 0.0 <= lo < 0.5 < hi <= 1.0
 
 
-def online_result(success: float, episodes: int = 4) -> dict:
-    """An online.json object of one policy on two tasks."""
-    return {"success": success, "tasks": {t: {"success": success, "episodes": episodes, "ci95": [0.0, 1.0],
-                                              "mean_steps": 1.0} for t in ("click-tab", "login-user")}}
+ONLINE_TASKS, ONLINE_SEEDS = ("click-tab", "login-user"), (2000, 2001, 2002, 2003)
+
+
+def online_result(success: float) -> dict:
+    """An online.json object of one policy on two tasks, four pages each."""
+    return {"success": success, "seeds": list(ONLINE_SEEDS),
+            "tasks": {t: {"success": success, "episodes": len(ONLINE_SEEDS), "ci95": [0.0, 1.0], "mean_steps": 1.0}
+                      for t in ONLINE_TASKS}}
+
+
+def online_episodes(solved: set[int]) -> list[dict]:
+    """`episodes.jsonl` of that policy: the pages of `solved` seeds solved on each task."""
+    return [{"task": t, "seed": s, "steps": 1, "done": s in solved, "raw_reward": 1.0 if s in solved else -1.0,
+             "success": s in solved, "end": "done", "why": None} for t in ONLINE_TASKS for s in ONLINE_SEEDS]
 
 
 @pytest.fixture
@@ -157,9 +168,14 @@ def study_folder(tmp_path) -> Path:
                            parsed=arm != "sft" or e != 5) for e in range(6) for k in range(2)]
             write_jsonl_atomic(eval_dir / "predictions.jsonl", recs)
             predictions[str(seed)][arm] = str(eval_dir)
-    online = {str(s): {"random": online_result(0.0), "sft": online_result(0.25), "sft_grpo": online_result(0.5)}
-              for s in (0, 1)}
-    (folder / "miniature.json").write_text(json.dumps({"seeds": [0, 1], "predictions": predictions, "online": online}))
+    played = {"random": set(), "sft": {2000}, "sft_grpo": {2000, 2001}}  # the pages each arm solves
+    online = {str(s): {arm: online_result(len(won) / 4) for arm, won in played.items()} for s in (0, 1)}
+    runs = {str(s): {arm: str(folder / f"seed{s}" / f"{arm}_online") for arm in played} for s in (0, 1)}
+    for by_arm in runs.values():
+        for arm, run in by_arm.items():
+            write_jsonl_atomic(Path(run) / "episodes.jsonl", online_episodes(played[arm]))
+    (folder / "miniature.json").write_text(json.dumps({"seeds": [0, 1], "predictions": predictions, "online": online,
+                                                       "online_runs": runs}))
     return tmp_path
 
 
@@ -177,7 +193,43 @@ def test_the_summary_reports_the_gain_and_online_success(study_folder):
         lo, hi = value["success"]["ci95"]
         assert 0.0 <= lo <= value["success"]["mean"] <= hi <= 1.0, arm
     assert summary["online"]["sft_grpo"]["success"]["mean"] == 0.5
+    # closed loop, paired on the pages both arms played: sft_grpo solves one page more per task and seed
+    assert gain["online_success"]["per_seed"] == [0.25, 0.25] and gain["online_success"]["mean"] == 0.25
+    lo, hi = gain["online_success"]["ci95"]
+    assert 0.0 <= lo < 0.25 < hi <= 1.0  # never below 0: no page is solved by sft and not by sft_grpo
     assert pipeline.miniature_summary(None) == {} and pipeline.miniature_result(study_folder / "elsewhere") is None
+
+
+def test_the_online_gain_pairs_the_pages_both_arms_played():
+    same = {0: stats.episode_rows(online_episodes({2000, 2003}), ONLINE_TASKS, ONLINE_SEEDS)}
+    assert stats.bootstrap_gain(same, same)["ci95"] == [0.0, 0.0]  # the same pages solved: no gain in any draw
+    # the same success rate on other pages: unpaired figures would say 0, the paired interval is wide
+    other = {0: stats.episode_rows(online_episodes({2001, 2002}), ONLINE_TASKS, ONLINE_SEEDS)}
+    swapped = stats.bootstrap_gain(same, other)
+    assert swapped["mean"] == 0.0 and swapped["ci95"][0] < 0.0 < swapped["ci95"][1]
+    lost = [e for e in online_episodes({2000}) if (e["task"], e["seed"]) != ("login-user", 2002)]
+    with pytest.raises(ValueError, match=r"no episode record for 1 of 8 episodes \(login-user/seed2002\)"):
+        stats.episode_rows(lost, ONLINE_TASKS, ONLINE_SEEDS)
+    retried = online_episodes(set()) + online_episodes({2001})  # the last record of an episode counts
+    assert [r.hit for r in stats.episode_rows(retried, ["click-tab"], ONLINE_SEEDS)] == [False, True, False, False]
+
+
+def test_a_missing_episodes_file_is_named(study_folder):
+    run = study_folder / "artifacts" / "04_grpo_training" / "miniature" / "seed1" / "sft_online"
+    (run / "episodes.jsonl").unlink()
+    with pytest.raises(FileNotFoundError, match=f"{run / 'episodes.jsonl'}: the episodes of this online result"):
+        pipeline.miniature_result(study_folder)
+
+
+def test_statistics_are_restated_from_a_moved_run_s_own_folders(study_folder, tmp_path):
+    here = study_folder / "artifacts" / "04_grpo_training" / "miniature"
+    before = pipeline.miniature_result(study_folder)["stats"]
+    moved = here.rename(tmp_path / "moved")
+    stored = json.loads((moved / "miniature.json").read_text())  # its folders name the old place
+    assert report.restated(stored, moved)["stats"] == before
+    assert report.restated({**stored, "online_runs": None}, moved)["stats"] == before  # found by the stage names
+    shutil.rmtree(moved / "seed0" / "warm_eval")
+    assert report.restated(stored, moved) == stored  # a stage folder gone: the result as it was stored
 
 
 def test_the_statistics_agree_with_the_stage_metrics(study_folder):
@@ -202,6 +254,8 @@ def test_the_tables_show_intervals_gain_and_counts(study_folder):
     assert table.count("\n| ") == 3 and "seeds 0, 1" in table  # one line per arm
     assert "online success % [95 % CI]" in table and "gain of sft_grpo over sft, click accuracy: +16.7 [" in table
     assert "McNemar" in table and "12 with a click target" in table
+    assert ("gain of sft_grpo over sft, closed-loop success: +25.0 [" in table
+            and "(paired on the same task pages, per seed: seed 0 +25.0, seed 1 +25.0;" in table)
     per_task = report.per_task_table(study)
     assert "| click-tab | 6 | 3 |" in per_task and "| login-user | 6 | 3 |" in per_task
     # the warm start both arms begin from: a reference row after random when the run scored it

@@ -72,3 +72,10 @@ def check_gain_and_online(summary: dict, details: dict) -> None:
     for arm, value in summary.get("online", {}).items():
         lo, hi = value["success"]["ci95"]
         assert 0.0 <= lo <= value["success"]["mean"] <= hi <= 1.0, (arm, value)
+    if "online" in summary:  # the closed-loop gain, paired on the pages both arms played
+        online_gain = gain["online_success"]
+        lo, hi = online_gain["ci95"]
+        assert -1.0 <= lo <= online_gain["mean"] <= hi <= 1.0, online_gain
+        per_arm = [b - a for a, b in zip(summary["online"]["sft"]["success"]["per_seed"],
+                                         summary["online"]["sft_grpo"]["success"]["per_seed"], strict=True)]
+        assert online_gain["per_seed"] == pytest.approx(per_arm)

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..online import EPISODES_FILE
 from ..online.results import wilson
+from ..runio import read_jsonl
 from . import stats
 from .splits import select_rows, task_of
+from .stages import seed_folder
 
 ARMS: tuple[str, ...] = ("random", "sft", "sft_grpo")
 #: The SFT warm start both trained arms begin from, scored as a reference beside the arms.
@@ -64,9 +67,11 @@ def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
         result[key] = {str(s): per_seed[s][key] for s in seeds}
     if any(per_seed[s].get("online") for s in seeds):
         result["online"] = {str(s): per_seed[s].get("online") or {} for s in seeds}
+        result["online_runs"] = {str(s): per_seed[s].get("online_runs") or {} for s in seeds}
     result["seconds_total"] = round(sum(sum(per_seed[s]["seconds"].values()) for s in seeds), 2)
     result["skipped_stages"] = {str(s): per_seed[s]["skipped"] for s in seeds}
-    result["stats"] = study_statistics(result["predictions"], result.get("online"))
+    result["stats"] = study_statistics(result["predictions"], result.get("online"),
+                                       online_runs=result.get("online_runs"))
     return result
 
 
@@ -79,7 +84,8 @@ def read_click_rows(eval_folder: str | os.PathLike) -> list[stats.ClickRow]:
 
 def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mapping[Any, Mapping] | None = None,
                      vs: str = GAIN_VS, arm: str = GAIN_ARM, n_boot: int = stats.N_BOOT,
-                     seed: int = stats.BOOT_SEED) -> dict[str, Any]:
+                     seed: int = stats.BOOT_SEED, online_runs: Mapping[Any, Mapping[str, str]] | None = None,
+                     ) -> dict[str, Any]:
     """The statistics of a miniature run, from its files.
 
     Args:
@@ -88,13 +94,17 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
         online: `{seed: {arm: online.json object}}` of the online stages, if any ran.
         vs, arm: the gain reported is `arm`'s click accuracy minus `vs`'s.
         n_boot, seed: bootstrap draws and the generator's seed.
+        online_runs: `{seed: {arm: online folder}}`; each folder's `episodes.jsonl` is read for the
+            closed-loop gain.
 
     Returns:
         `vs`, `arm`, `seeds`, `n_boot`; `gain`: `{"click_accuracy"|"click_accuracy_parsed": {"mean",
         "ci95", "per_seed"}}`; `mcnemar`: each seed's exact test of `vs` against `arm` (`stats.mcnemar`);
         `arms`: every scored arm's click accuracy on all and on parsed rows with intervals, its click
         rows per seed and the share of them that parsed; `per_task`: per arm, `stats.per_task`; and,
-        with `online`, `online`: `{arm: {"success": {"mean", "ci95", "per_seed", "episodes"}}}`.
+        with `online`, `online`: `{arm: {"success": {"mean", "ci95", "per_seed", "episodes"}}}`; with
+        `online_runs` too, `online_gain`: `arm`'s closed-loop success minus `vs`'s, paired on the
+        episodes both played (`stats.bootstrap_gain` over `stats.episode_rows`).
     """
     seeds = sorted(int(s) for s in predictions)
     folders = {int(s): f for s, f in predictions.items()}
@@ -109,7 +119,39 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
     out["per_task"] = {a: stats.per_task(rows[a]) for a in scored}
     if online:
         out["online"] = online_statistics(online, n_boot, seed)
+        if online_runs and all(a in (online_runs.get(s) or {}) and a in (online.get(s) or {})
+                               for s in online for a in (vs, arm)):
+            played = {a: {int(s): _episode_rows(online[s][a], online_runs[s][a]) for s in online} for a in (vs, arm)}
+            out["online_gain"] = stats.bootstrap_gain(played[vs], played[arm], False, n_boot, seed)
     return out
+
+
+def _episode_rows(result: Mapping, folder: str | os.PathLike) -> list[stats.ClickRow]:
+    """The episodes an online result (`online.json`'s object) counted, read from `folder`'s episodes file."""
+    path = Path(folder) / EPISODES_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the episodes of this online result are not there")
+    try:
+        return stats.episode_rows(read_jsonl(path), result["tasks"], result["seeds"])
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
+
+
+def restated(result: dict, folder: str | os.PathLike) -> dict:
+    """`result` (a miniature run's result file) with its statistics computed afresh from the
+    prediction and episode files of its seeds' stages under `folder`, the run's folder wherever it
+    now is (the folders the result recorded are relative to where it ran). Unchanged when a stage
+    folder is gone."""
+    seeds = [str(s) for s in result.get("seeds") or []]
+    predictions = {s: {a: str(seed_folder(folder, int(s)) / f"{a}_eval") for a in result["predictions"][s]}
+                   for s in seeds}
+    online = result.get("online")
+    runs = {s: {a: str(seed_folder(folder, int(s)) / f"{a}_online") for a in (online or {}).get(s) or {}}
+            for s in seeds} if online else None
+    folders = [f for by_arm in (predictions, runs or {}) for s in by_arm.values() for f in s.values()]
+    if not seeds or not all(Path(f).is_dir() for f in folders):
+        return result
+    return {**result, "stats": study_statistics(predictions, online, online_runs=runs)}
 
 
 def _arm_statistics(rows: Mapping[int, Sequence[stats.ClickRow]], n_boot: int, seed: int) -> dict[str, Any]:
@@ -189,7 +231,17 @@ def _gain_lines(st: Mapping) -> list[str]:
     return [f"gain of {arm} over {vs}, click accuracy: {_with_interval(gain['click_accuracy'], True)} points "
             f"(paired, per seed: {per_seed}); on each arm's parsed rows: "
             f"{_with_interval(gain['click_accuracy_parsed'], True)} points",
-            f"McNemar exact test on each seed's held-out click rows: {tests}"]
+            f"McNemar exact test on each seed's held-out click rows: {tests}"] + _online_gain_line(st)
+
+
+def _online_gain_line(st: Mapping) -> list[str]:
+    """The closed-loop gain's sentence (none when the run did not play both arms online)."""
+    gain = st.get("online_gain")
+    if not gain or gain.get("mean") is None:
+        return []
+    per_seed = ", ".join(f"seed {s} {_pct(v, True)}" for s, v in zip(gain["seeds"], gain["per_seed"], strict=True))
+    return [f"gain of {st['arm']} over {st['vs']}, closed-loop success: {_with_interval(gain, True)} points "
+            f"(paired on the same task pages, per seed: {per_seed}; interval drawing seeds, then episodes)"]
 
 
 def _table_note(result: Mapping, st: Mapping) -> str:

@@ -20,7 +20,7 @@ from .parallel import default_workers, pinned_threads, run_parallel
 from .report import WARM, aggregate, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
 from .splits import prepared_data
-from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_stage, train_stage
+from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_stage, seed_folder, train_stage
 
 RESULT_FILE = "miniature.json"
 SETTINGS_FILE = "settings.json"
@@ -60,7 +60,7 @@ class SeedRun:
 
     @property
     def folder(self) -> Path:
-        return Path(self.out_dir) / f"seed{self.seed}"
+        return seed_folder(self.out_dir, self.seed)
 
     def announce(self, name: str, **fields: Any) -> dict:
         """The progress record of stage `name` starting: its name, its number among all seeds' stages, `fields`."""
@@ -178,6 +178,7 @@ class SeedRun:
                 "runs": {a: str(self.folder / f"{a}_train") for a in TRAINED},
                 "models": {a: policy_of(self.settings, st[f"{a}_train"]) for a in TRAINED},
                 "predictions": {a: str(self.folder / f"{a}_eval") for a in scored},
+                "online_runs": {a: str(self.folder / f"{a}_online") for a in online},
                 "skipped": sorted(k for k, v in st.items() if v.get("skipped"))}
 
     def finished(self) -> bool:

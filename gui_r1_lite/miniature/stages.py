@@ -18,6 +18,12 @@ from .splits import task_of
 STAGE_FILE = "stage.json"
 
 
+def seed_folder(out_dir: str | Path, seed: int) -> Path:
+    """Where a miniature run in `out_dir` keeps seed `seed`'s stages, each in a folder of its name
+    (`<arm>_train`, `<arm>_eval`, `<arm>_online`)."""
+    return Path(out_dir) / f"seed{seed}"
+
+
 @contextlib.contextmanager
 def _quiet(log: Path, progress: bool) -> Iterator[None]:
     """Training and loading chatter goes to `log` unless `progress`."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..metrics import grounding_hit
+from ..online.results import UNPARSABLE_END
 from .splits import seed_of, task_of
 
 #: Bootstrap draws: with this many the interval's ends move by under 0.2 points between generator seeds.
@@ -64,6 +65,27 @@ def click_rows(records: Iterable[Mapping]) -> list[ClickRow]:
         if hit is not None:
             out.append(ClickRow(r["id"], task_of(r["id"]), episode_of(r["id"]), bool(hit), not r.get("parse_error")))
     return out
+
+
+def episode_rows(episodes: Iterable[Mapping], tasks: Iterable[str], seeds: Iterable[int]) -> list[ClickRow]:
+    """The closed-loop episodes (`episodes.jsonl` records of the online evaluator) of `tasks` x `seeds`
+    as rows, one per episode: `hit` is the episode solved, `parsed` that it did not end on an
+    unparsable answer. Two arms that played the same task pages get rows with the same ids, so
+    `bootstrap_gain` pairs them and draws episodes as it draws held-out episodes offline. The last
+    record of an episode counts; an episode of `tasks` x `seeds` without a record is an error.
+
+    Example:
+    >>> eps = [{"task": "click-tab", "seed": 2000, "success": True, "end": "done"}]
+    >>> [(r.id, r.hit) for r in episode_rows(eps, ["click-tab"], [2000])]
+    [('click-tab/seed2000', True)]
+    """
+    wanted = [(t, int(s)) for t in tasks for s in seeds]
+    last = {(e["task"], int(e["seed"])): e for e in episodes}
+    missing = [f"{t}/seed{s}" for t, s in wanted if (t, s) not in last]
+    if missing:
+        raise ValueError(f"no episode record for {len(missing)} of {len(wanted)} episodes ({', '.join(missing[:3])})")
+    return [ClickRow(f"{t}/seed{s}", t, f"{t}/seed{s}", bool(last[t, s]["success"]),
+                     last[t, s].get("end") != UNPARSABLE_END) for t, s in wanted]
 
 
 def accuracy(rows: Sequence[ClickRow], parsed_only: bool = False) -> float | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runio import read_json, write_json_atomic, write_text_atomic
-from .report import compute_table, miniature_table, online_task_table, per_task_table
+from .report import compute_table, miniature_table, online_task_table, per_task_table, restated
 from .runner import RESULT_FILE, run_miniature
 from .settings import SECONDS_CHOSEN
 from .stages import STAGE_FILE
@@ -97,12 +97,13 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
 
 def part_tables(part: dict, result_path: str | os.PathLike) -> str:
     """A part's tables: the arms (with the gain and its tests), click accuracy per task, closed-loop
-    success per task and each stage's compute, read from the part's result file `result_path`; the
-    arms' table stored in `study.json`, said to be that, when the file is gone."""
+    success per task and each stage's compute, read from the part's result file `result_path`, with
+    the statistics computed afresh from the seed folders beside it (`report.restated`); the arms'
+    table stored in `study.json`, said to be that, when the file is gone."""
     path = Path(result_path)
     if not path.exists():
         return f"{part['table']}\n\n(the table stored in {STUDY_FILE}: {path} is gone, so no per-task tables)"
-    result = read_json(path)
+    result = restated(read_json(path), path.parent)
     online = ["Closed-loop success per task (episodes of every seed together):",
               online_task_table(result)] if result.get("online") else []
     return "\n\n".join([miniature_table(result), "Click accuracy per task (mean over seeds):",

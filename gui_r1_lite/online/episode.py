@@ -34,6 +34,7 @@ from ..data import EvalRow, Sample, model_view, to_eval_rows
 from ..evaluate import Completer, make_record
 from ..geometry import NO_POINT, point_in_box
 from ..runio import append_jsonl
+from .results import UNPARSABLE_END
 
 #: The page's own time limit (10 s for most tasks) would end an episode while a slow policy is
 #: still thinking; the loop bounds an episode by its steps instead, so the page gets an hour.
@@ -122,7 +123,7 @@ def run_episode(page, completer: Completer, task: str, seed: int, limit: int, se
             append_jsonl(settings.out / STEPS_FILE, record)
             steps += 1
             if record["failed"]:
-                end, why = "unparsable answer", record["failed"]
+                end, why = UNPARSABLE_END, record["failed"]
                 break
             if record["done"] or record["pred_action"] == "complete":
                 end, why = ("done", None) if record["done"] else ("policy said complete", "the page is not done")

@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 INTERVAL = "Wilson score interval, 95 %"
+#: How an episode that stopped on an answer the parser could not read ended (its record's `end`).
+UNPARSABLE_END = "unparsable answer"
 _Z95 = 1.959963984540054
 
 
