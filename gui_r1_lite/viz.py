@@ -605,10 +605,10 @@ def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_gr
     `miniature.arm_results` gives them, plus `seeds`)."""
     stats = result.get("stats") or {}
     gain = stats.get("gain")
-    width_in = 2.4 + 1.9 * len(metrics) + (2.6 if gain else 0.0)
+    width_in = 2.4 + 1.9 * len(metrics) + (3.4 if gain else 0.0)
     with _readable(width_in):
         fig, axes = plt.subplots(1, 2 if gain else 1, figsize=(width_in, 4.2), layout="constrained", squeeze=False,
-                                 width_ratios=[len(metrics), 1.3] if gain else None)
+                                 width_ratios=[len(metrics), 1.8] if gain else None)
         _arm_bars(axes[0, 0], result, arms, metrics, stats.get("arms") or {})
         if gain:
             _gain_bars(axes[0, 1], gain, stats)
@@ -628,8 +628,9 @@ def _arm_bars(ax, result: dict, arms: Sequence[str], metrics: Sequence[str], int
     ax.scatter([], [], s=10, color="black", label="one seed")
     ax.set_xticks(range(len(metrics)), [m.replace("_", " ") for m in metrics])
     ax.set_ylabel("% of held-out rows")
-    ax.set_ylim(0, 100)
-    ax.legend(title="arm", loc="upper left")
+    ax.set_ylim(0, 118)  # room above the 100 % bars for the legend, which would hide them
+    ax.set_yticks(range(0, 101, 20))
+    ax.legend(loc="upper center", ncol=len(arms) + 1, columnspacing=1.0, handletextpad=0.4)
     seeds = len(result.get("seeds") or [])
     ax.set_title(f"held-out rows, mean over {seeds} seeds" + ("; whisker: 95 % interval" if intervals else ""))
 
@@ -643,18 +644,22 @@ def _whisker(ax, x: float, ci: Sequence[float] | None) -> None:
 
 
 def _gain_bars(ax, gain: dict, stats: dict) -> None:
-    keys = [k for k in ("click_accuracy", "click_accuracy_parsed") if gain.get(k, {}).get("mean") is not None]
-    for i, key in enumerate(keys):
-        g = gain[key]
+    """The gain's bars: click accuracy on all rows and on parsed rows and, when both arms played in
+    the live page, closed-loop success (paired on the pages), each with its seeds and interval."""
+    labels = {"click_accuracy": "click,\nall rows", "click_accuracy_parsed": "click,\nparsed rows"}
+    shown = [(labels[k], gain[k]) for k in labels if (gain.get(k) or {}).get("mean") is not None]
+    if (stats.get("online_gain") or {}).get("mean") is not None:
+        shown.append(("closed\nloop", stats["online_gain"]))
+    for i, (_, g) in enumerate(shown):
         mean = 100 * g["mean"]
         ax.bar([i], [mean], 0.6, color=_rgb(HIT_COLOR if mean >= 0 else MISS_COLOR))
         seeds = [100 * v for v in g["per_seed"] if v is not None]
         ax.scatter([i] * len(seeds), seeds, s=10, color="black", zorder=3)
         _whisker(ax, i, g.get("ci95"))
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(keys)), ["all rows" if k == "click_accuracy" else "parsed rows" for k in keys])
-    ax.set_xlim(-0.7, len(keys) - 0.3)
-    ax.set_ylabel("click accuracy gain, points")
+    ax.set_xticks(range(len(shown)), [label for label, _ in shown])
+    ax.set_xlim(-0.7, len(shown) - 0.3)
+    ax.set_ylabel("gain, points")
     ax.set_title(f"{stats.get('arm', 'sft_grpo')} − {stats.get('vs', 'sft')}")
 
 

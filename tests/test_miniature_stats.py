@@ -282,6 +282,15 @@ def test_the_bars_show_the_intervals_and_the_gain_readably(study_folder):
     fig = viz.miniature_bars(study)
     fig.canvas.draw()
     assert len(fig.axes) == 2 and fig.axes[1].get_title() == "sft_grpo − sft"
+    ticks = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert ticks == ["click,\nall rows", "click,\nparsed rows", "closed\nloop"]  # the paired online gain too
+    assert fig.axes[1].patches[2].get_height() == pytest.approx(25.0)
+    full = {**study, "random": {m: {"mean": 1.0, "std": 0.0, "per_seed": [1.0, 1.0]} for m in report.METRICS}}
+    fig_full = viz.miniature_bars(full)  # bars at 100 %, as every arm's format rate often is
+    fig_full.canvas.draw()
+    legend = fig_full.axes[0].get_legend().get_window_extent()
+    assert not any(legend.overlaps(bar.get_window_extent()) for bar in fig_full.axes[0].patches)  # hides no bar
+    matplotlib.pyplot.close(fig_full)
     smallest = viz.readable_points(fig.get_figwidth())
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
     assert texts and all(t.get_fontsize() >= smallest - 0.01 for t in texts)
