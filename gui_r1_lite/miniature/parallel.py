@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import pickle
+import platform
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,39 @@ def default_workers(threads: int, jobs: int) -> int:
     return max(1, min(jobs, (os.cpu_count() or 1) // max(1, threads)))
 
 
+#: The instruction-set dispatch of the math libraries torch uses on x86-64, pinned to AVX2 for every
+#: miniature stage. One thread fixes the order of a sum on one CPU, but ATen's vectorised kernels
+#: (softmax, attention), MKL (matmul, `Linear`) and oneDNN (GELU) each pick their code path by the
+#: instruction set, so an AVX-512 CPU and an AVX2 CPU add in other orders, and GRPO's sampling turns
+#: the last bit into other answers. AVX2 is the level every x86-64 CPU of the last decade has; MKL's
+#: STRICT mode also drops its alignment-dependent paths. `tests/test_dispatch_pin.py` shows two
+#: dispatch levels give other bytes without the pin and the same bytes with it.
+DISPATCH_PIN: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
+
+def pin_dispatch(env: dict | None = None) -> dict[str, str]:
+    """Set `DISPATCH_PIN` in `env` (default: this process's environment) on x86-64, where those
+    variables mean something (elsewhere nothing is set); returns what was set. The libraries read
+    them at their first computation, so call it before any tensor is computed in the process: job
+    processes get it in their environment (`run_parallel`), and the pipeline sets it for its
+    notebooks' kernels."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return {}
+    target = os.environ if env is None else env
+    target.update(DISPATCH_PIN)
+    return dict(DISPATCH_PIN)
+
+
+def dispatch_in_force() -> dict[str, str | None]:
+    """What decides this process's float paths besides the thread count: ATen's CPU capability
+    (as torch reports it) and the pinned variables as this process sees them (recorded by each stage,
+    so a stage that ran unpinned, e.g. in a kernel that computed before the pin, is visible)."""
+    import torch
+
+    return {"aten_capability": torch.backends.cpu.get_cpu_capability(),
+            **{var: os.environ.get(var) for var in DISPATCH_PIN}}
+
+
 @contextlib.contextmanager
 def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
     """Run the block on `threads` torch threads with deterministic algorithms, then restore both.
@@ -44,11 +78,13 @@ def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
 
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
               torch.is_deterministic_algorithms_warn_only_enabled(), deterministic.fill_uninitialized_memory)
+    pin_dispatch()  # takes effect only where nothing was computed yet (`dispatch_in_force` tells)
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     deterministic.fill_uninitialized_memory = False
     try:
-        yield {"threads": torch.get_num_threads(), "deterministic": torch.are_deterministic_algorithms_enabled()}
+        yield {"threads": torch.get_num_threads(), "deterministic": torch.are_deterministic_algorithms_enabled(),
+               "dispatch": dispatch_in_force()}
     finally:
         torch.set_num_threads(before[0])
         torch.use_deterministic_algorithms(before[1], warn_only=before[2])
@@ -90,6 +126,7 @@ def _start(fn: Callable, args: tuple, threads: int, job_file: Path) -> subproces
     # count again (`pinned_threads`)
     env = {**os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                                            "OPENBLAS_NUM_THREADS")}}
+    pin_dispatch(env)
     return subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(job_file)], env=env)
 
 
