@@ -1,0 +1,91 @@
+"""The blind check: "does my agent look at the screen?" The same evaluation rows with every
+screenshot replaced by a blank (white) image of the same size and mode, nothing else changed (ids,
+instructions, history, targets), so a policy scored on both can be compared row by row: a policy
+that scores as well blind answers from the text and the page's usual layout, not from the pixels.
+
+    python -m gui_r1_lite.evaluate --data FILE --model DIR --out OUT --blind
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import lru_cache
+
+from PIL import Image
+
+from .data import EvalRow, Sample
+
+#: The key a run record carries when its screenshots were blanked (absent for a seeing run, so the
+#: records of seeing runs made before the blind check existed still match their folders).
+BLIND_KEY = "blind"
+
+
+def _white(mode: str, bands: int) -> int | float | tuple[int, ...]:
+    """White in an image `mode` of `bands` bands (1 for mode "1", 255 for 8-bit modes, 65535 for 16-bit ones)."""
+    if mode == "1":
+        return 1
+    if mode.startswith("I;16"):
+        return 65535
+    if mode in ("I", "F"):
+        return 255
+    if mode in ("CMYK", "YCbCr", "LAB", "HSV"):  # white is not all bands at the top in these
+        return tuple(Image.new("RGB", (1, 1), (255, 255, 255)).convert(mode).getpixel((0, 0)))
+    return 255 if bands == 1 else (255,) * bands
+
+
+@lru_cache(maxsize=64)
+def _blank_bytes(size: tuple[int, int], mode: str, fmt: str) -> bytes:
+    """The encoded blank for one (size, mode, format): screenshots of a benchmark share a few sizes,
+    so each blank is encoded once."""
+    if mode == "P":  # a one-colour palette image: index 0 is white
+        image = Image.new("P", size, 0)
+        image.putpalette([255, 255, 255] * 256)
+    else:
+        image = Image.new(mode, size, _white(mode, len(Image.new(mode, (1, 1)).getbands())))
+    buf = io.BytesIO()
+    image.save(buf, format=fmt)
+    return buf.getvalue()
+
+
+def blank_image_bytes(image_bytes: bytes) -> bytes:
+    """`image_bytes` (an encoded image) as a white image of the same size and mode, in the same
+    format (PNG when the format is unknown).
+
+    Example:
+    >>> buf = io.BytesIO(); Image.new("RGB", (7, 5), (10, 20, 30)).save(buf, format="PNG")
+    >>> blank = Image.open(io.BytesIO(blank_image_bytes(buf.getvalue())))
+    >>> blank.size, blank.mode, blank.getextrema()
+    ((7, 5), 'RGB', ((255, 255), (255, 255), (255, 255)))
+    """
+    with Image.open(io.BytesIO(image_bytes)) as image:
+        size, mode, fmt = image.size, image.mode, image.format or "PNG"
+    return _blank_bytes(size, mode, fmt)
+
+
+def blind_sample(sample: Sample) -> Sample:
+    """`sample` with its screenshot blanked (`blank_image_bytes`); every other field as it was."""
+    try:
+        blank = blank_image_bytes(sample.image_bytes)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"row {sample.id} ({sample.source or 'in memory'}, row {sample.row}): its image cannot be "
+                         f"read to blank it: {exc}") from exc
+    return replace(sample, image_bytes=blank)
+
+
+def blind_samples(samples: Iterable[Sample]) -> list[Sample]:
+    """Every sample with its screenshot blanked, in order (`blind_sample`)."""
+    return [blind_sample(s) for s in samples]
+
+
+def blind_rows(rows: Sequence[EvalRow]) -> list[EvalRow]:
+    """Evaluation rows (`data.to_eval_rows`) with their screenshots blanked: the same prompts,
+    model frame sizes and targets, only the pixels differ."""
+    return [replace(r, sample=blind_sample(r.sample)) for r in rows]
+
+
+def blind_record(made_by: Mapping, blind: bool) -> dict:
+    """A run record (what made a run folder) marked blind when `blind`: a blind run and a seeing
+    run of the same policy and data then never share a folder (each refuses the other's)."""
+    return {**made_by, BLIND_KEY: True} if blind else dict(made_by)
