@@ -254,6 +254,10 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
     """
     prof = get_profile(profile)
     check_start(start, notebooks_dir, "start")
+    # the notebooks' kernels inherit this environment: the math libraries dispatch as on any x86-64 CPU
+    from .miniature.parallel import pin_dispatch
+
+    pin_dispatch()
     run_dir = Path(out) if out else REPO / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir.resolve()
     data_dir = (data_dir or REPO / "data_samples").resolve()
@@ -277,6 +281,11 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
         write_json_atomic(summary_path, summary)  # after every notebook: a crash loses nothing
     summary["status"] = "ok"
     summary["total_seconds"] = round(sum(summary["seconds"].values()), 1)
+    if summary.get("miniature"):
+        from .miniature.reference import verdict
+
+        summary["reference_check"] = verdict(summary)
+        print(f"[pipeline] the miniature's figures: {summary['reference_check']}", flush=True)
     write_json_atomic(summary_path, summary)
     return summary
 
