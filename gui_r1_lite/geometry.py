@@ -17,9 +17,19 @@ GUI_R1_MAX_PIXELS = 1_258_291
 QWEN_FACTOR = 28  # patch 14 x spatial merge 2
 
 
+def as_float(v: object) -> float:
+    """`float(v)`, except that an integer beyond float range becomes ±inf instead of raising
+    OverflowError: a policy can write `10**400` as a coordinate, and it is as far off as inf."""
+    try:
+        return float(v)  # type: ignore[arg-type]
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf  # type: ignore[operator]
+
+
 def is_finite_number(v: object) -> bool:
-    """An int or float (not a bool) that is neither NaN nor infinite."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """An int or float (not a bool) that is neither NaN nor infinite as a float (an integer beyond
+    float range is not: it is no pixel coordinate)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(as_float(v))
 
 
 # --- points and boxes ---------------------------------------------------------------------------
@@ -37,13 +47,13 @@ def has_target(box: Sequence[float]) -> bool:
 
 def box_center(box: Sequence[float]) -> tuple[float, float]:
     """Centre of a 4-value box (x1, y1, x2, y2)."""
-    return (float(box[0]) + float(box[2])) / 2, (float(box[1]) + float(box[3])) / 2
+    return (as_float(box[0]) + as_float(box[2])) / 2, (as_float(box[1]) + as_float(box[3])) / 2
 
 
 def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
     """The point a target stands for: the centre of a 4-value box, a 2-value point itself, or None
     when there is no target."""
-    box = [float(v) for v in gt_bbox]
+    box = [as_float(v) for v in gt_bbox]
     if len(box) == 4:
         return box_center(box)
     if has_target(box):
@@ -54,8 +64,8 @@ def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
 def point_in_box(point: Sequence[float], box: Sequence[float], *, inclusive: bool) -> bool:
     """Whether `point` lies in the 4-value `box`: edges count when `inclusive`, else strictly
     inside (the original's ScreenSpot metric and click reward use strict)."""
-    x, y = float(point[0]), float(point[1])
-    x1, y1, x2, y2 = (float(v) for v in box)
+    x, y = as_float(point[0]), as_float(point[1])
+    x1, y1, x2, y2 = (as_float(v) for v in box)
     if inclusive:
         return x1 <= x <= x2 and y1 <= y <= y2
     return x1 < x < x2 and y1 < y < y2
@@ -63,9 +73,13 @@ def point_in_box(point: Sequence[float], box: Sequence[float], *, inclusive: boo
 
 def within_distance(point: Sequence[float], target: Sequence[float], radius: float) -> bool:
     """Squared pixel distance from `point` to `target` strictly below `radius`² (the original's
-    test for a 2-value ground-truth point)."""
-    x, y = float(point[0]), float(point[1])
-    return (x - float(target[0])) ** 2 + (y - float(target[1])) ** 2 < radius**2
+    test for a 2-value ground-truth point). An offset of `radius` or more on one axis (or NaN)
+    answers False before squaring, as the squared test would, so a far point cannot overflow."""
+    dx = as_float(point[0]) - as_float(target[0])
+    dy = as_float(point[1]) - as_float(target[1])
+    if not (abs(dx) < radius and abs(dy) < radius):
+        return False
+    return dx**2 + dy**2 < radius**2
 
 
 def within_normalised_distance(point: Sequence[float], target: Sequence[float], image_size: Sequence[float],
@@ -73,9 +87,9 @@ def within_normalised_distance(point: Sequence[float], target: Sequence[float], 
     """((tx-px)/W)² + ((ty-py)/H)² < radius² (strict): the distance measured in image widths and
     heights, as the original's GR metric does."""
     w, h = float(image_size[0]), float(image_size[1])
-    dx = (float(target[0]) - float(point[0])) / w
-    dy = (float(target[1]) - float(point[1])) / h
-    return dx * dx + dy * dy < radius * radius
+    dx = (as_float(target[0]) - as_float(point[0])) / w
+    dy = (as_float(target[1]) - as_float(point[1])) / h
+    return dx * dx + dy * dy < radius * radius  # float products saturate to inf; `**` would raise
 
 
 # --- pixel frames -----------------------------------------------------------------------------

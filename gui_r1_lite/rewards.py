@@ -21,7 +21,7 @@ from .actions import (
     check_compat,
     parse_completion,
 )
-from .geometry import box_center, point_in_box, within_distance
+from .geometry import as_float, box_center, point_in_box, within_distance
 
 FORMAT_WEIGHT = 0.2
 ACCURACY_WEIGHT = 0.8
@@ -84,7 +84,7 @@ def _strict_accuracy(pred: Action | None, gt_action: str, gt_bbox: Sequence[floa
         if gt in TEXT_ACTIONS:
             return 1.0 if text_f1(pred.input_text, gt_input_text) >= 0.5 else 0.0
         return 1.0
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ArithmeticError):  # a malformed ground truth scores 0
         return 0.0
 
 
@@ -116,13 +116,13 @@ def _predicted_point(completion: str, gt_action: str, compat: Compat) -> tuple[f
         return None
     if pred.action.lower() != str(gt_action).strip().lower():
         return None
-    return float(pred.point[0]), float(pred.point[1])
+    return as_float(pred.point[0]), as_float(pred.point[1])  # 10**400 is inf, not an OverflowError
 
 
 def _finite_box(gt_bbox: Any) -> list[float] | None:
     """`gt_bbox` as 2 or 4 finite floats, or None for anything else (a bad ground truth scores 0)."""
     try:
-        box = [float(v) for v in gt_bbox]
+        box = [as_float(v) for v in gt_bbox]
     except (TypeError, ValueError):
         return None
     return box if len(box) in (2, 4) and all(math.isfinite(v) for v in box) else None
@@ -144,7 +144,7 @@ def point_distance_score(completion: str, gt_action: str, gt_bbox: Sequence[floa
         dy = max(box[1] - p[1], 0.0, p[1] - box[3])
     else:
         dx, dy = p[0] - box[0], p[1] - box[1]
-    return max(0.0, 1.0 - math.hypot(dx, dy) / radius)
+    return _unit(1.0 - math.hypot(dx, dy) / radius)
 
 
 def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
@@ -165,7 +165,14 @@ def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[floa
         sy = max(abs(box[3] - box[1]) * sigma_scale, 1e-6)
     else:
         cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
-    return math.exp(-0.5 * (((p[0] - cx) / sx) ** 2 + ((p[1] - cy) / sy) ** 2))
+    zx, zy = (p[0] - cx) / sx, (p[1] - cy) / sy
+    return _unit(math.exp(-0.5 * (zx * zx + zy * zy)))  # products saturate to inf where `** 2` raises
+
+
+def _unit(score: float) -> float:
+    """`score` clipped to [0, 1], NaN as 0: a point at ±inf, or a box whose centre or size overflows,
+    makes inf - inf somewhere, and a reward must stay a finite float."""
+    return min(1.0, max(0.0, score)) if not math.isnan(score) else 0.0
 
 
 # --- TRL-facing ---------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 
@@ -207,6 +208,83 @@ def test_point_gaussian_reward():
     far = point_gaussian_score(ans("click", (400, 125)), "click", box)
     assert centre == 1.0 and edge == pytest.approx(2.718281828 ** -0.5) and far < 1e-5
     assert point_gaussian_score(ans("press_back"), "press_back", [-100, -100]) is None
+
+
+# --- float extremes: a reward never raises and always returns a finite float -------------------------
+
+#: Number-like things a policy can write as a coordinate: float extremes, overflow to inf (1e999),
+#: JSON's NaN/Infinity, integers beyond float range, negative zero, subnormals, nested points,
+#: strings that look like numbers, booleans and None.
+EXTREME_NUMBERS = ["1e308", "-1e308", "1.7976931348623157e308", "1e999", "-1e999", "NaN", "Infinity",
+                   "-Infinity", "1" + "0" * 400, "-1" + "0" * 400, "1" + "0" * 5000, "-0.0", "0", "5e-324",
+                   "[1, 2]", "[[1e308]]", "'12'", '"1e308"', "True", "None", "{}"]
+EXTREME_TARGETS = [[10.0, 20.0], [0.0, 0.0, 100.0, 100.0], [1e308, -1e308], [-1e308, -1e308, 1e308, 1e308],
+                   [1.7e308, 1.7e308, 1.7976931348623157e308, 1.7976931348623157e308], [float("nan")] * 4,
+                   [10**400, 2], [float("inf"), 0, 0, 0], [[1, 2], [3, 4]], ["1", "2"], [-0.0, -0.0]]
+
+
+def extreme_completion(x: str, y: str, quote: str = "'", action: str = "click") -> str:
+    q = quote
+    return (f"<think>x</think> <answer>[{{{q}action{q}: {q}{action}{q}, {q}point{q}: [{x}, {y}], "
+            f"{q}input_text{q}: {q}no input text{q}}}]</answer>")
+
+
+def assert_finite_rewards(completion: str, gt_action: str, gt_bbox) -> None:
+    for compat in ("official", "strict"):
+        for name in REWARDS:
+            got = make_reward(name, compat)([completion], gt_action=[gt_action], gt_bbox=[gt_bbox],
+                                            gt_input_text=["no input text"])[0]
+            if got is None:  # only the dense point rewards, only on rows without a target point
+                assert name.startswith("point_") and gt_action not in ("click", "long_press"), (name, compat)
+                continue
+            assert type(got) is float and math.isfinite(got) and 0.0 <= got <= 1.0, (name, compat, got)
+
+
+@pytest.mark.parametrize("x", EXTREME_NUMBERS)
+@pytest.mark.parametrize("quote", ["'", '"'])
+def test_float_extremes_never_raise(x, quote):
+    # Under strict, a point near 1e308 made the dense and the 2-value-target rewards raise
+    # OverflowError (`** 2`), and an integer beyond float range made every strict reward raise.
+    for y in ("7", "1e308", "1" + "0" * 400, "NaN"):
+        for gt in EXTREME_TARGETS:
+            assert_finite_rewards(extreme_completion(x, y, quote), "click", gt)
+
+
+def test_far_points_score_zero_and_near_ones_still_hit():
+    far = extreme_completion("1e308", "1e308")
+    huge = extreme_completion("1" + "0" * 400, "5")
+    for compat in ("official", "strict"):
+        for c in (far, huge):
+            # (500, 500): official reads no point from "1e308" and defaults to (0, 0), as the original does
+            assert gui_r1_score(c, "click", [500.0, 500.0], "no input text", compat=compat)["accuracy"] == 0.0
+            assert point_distance_score(c, "click", [0, 0, 100, 100], compat) == 0.0
+            assert point_gaussian_score(c, "click", [0, 0, 100, 100], compat) == 0.0
+    near = extreme_completion("-0.0", "5", action="click")
+    assert gui_r1_score(near, "click", [0.0, 0.0], "no input text", compat="strict")["accuracy"] == 1.0
+    # An integer beyond float range is no pixel coordinate: strict refuses it as format.
+    assert gui_r1_score(huge, "click", [0, 0, 10, 10], "no input text", compat="strict")["format"] == 0.0
+
+
+extreme_floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e308, -1e308, -0.0]))
+extreme_coords = st.one_of(
+    extreme_floats.map(lambda v: json.dumps(v)),  # NaN, Infinity, -Infinity, 1e+308 (JSON spellings)
+    extreme_floats.map(repr),  # nan / inf are names, not literals: the answer is unreadable
+    st.integers(-10**420, 10**420).map(str),
+    st.just("1" + "0" * 5000),
+    st.lists(st.integers(-5, 5), max_size=3).map(str),  # nested points
+    st.floats(-1e308, 1e308).map(lambda v: json.dumps(repr(v))),  # a string that looks like a number
+)
+extreme_gts = st.one_of(
+    st.lists(extreme_floats, min_size=2, max_size=2), st.lists(extreme_floats, min_size=4, max_size=4),
+    st.lists(st.integers(-10**400, 10**400), min_size=4, max_size=4), st.sampled_from(EXTREME_TARGETS),
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(extreme_coords, extreme_coords, st.sampled_from(["'", '"']),
+       st.sampled_from(["click", "long_press", "type", "press_back"]), extreme_gts)
+def test_property_every_reward_is_a_finite_float_on_float_extremes(x, y, quote, action, gt):
+    assert_finite_rewards(extreme_completion(x, y, quote, action), action, gt)
 
 
 # --- TRL contract -------------------------------------------------------------------------------
