@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny Qwen2.5-VL is built once per session; marker-based skips."""
+"""Shared fixtures: the tiny Qwen2.5-VL is built once per session; marker-based skips; and, under
+`GUI_R1_LITE_NO_SKIPS=1` (set by .ci/run), a session that fails on any skip but the CUDA-only ones."""
 
 from __future__ import annotations
 
@@ -98,3 +99,49 @@ def pytest_collection_modifyitems(config, items):
                     results[marker] = bool(check())
                 if not results[marker]:
                     item.add_marker(pytest.mark.skip(reason=reason))
+
+
+
+# --- CI: no coverage lost silently ---------------------------------------------------------------
+
+#: Set to 1 (as .ci/run does) to fail the session when a test skips for a reason other than CUDA.
+NO_SKIPS_ENV = "GUI_R1_LITE_NO_SKIPS"
+_SKIPS: list[tuple[str, str, bool]] = []  # (test id, reason, allowed) in this session
+
+
+def _allowed_skip(report: pytest.TestReport, reason: str) -> bool:
+    """Only CUDA may be missing: tests marked `gpu`, and skips whose reason names CUDA (those that
+    check what happens *without* CUDA skip on a GPU machine). A missing browser, package or file is
+    coverage lost, so it is not allowed."""
+    return "gpu" in report.keywords or "CUDA" in reason
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = str(longrepr[2] if isinstance(longrepr, tuple) else longrepr).removeprefix("Skipped: ")
+        _SKIPS.append((report.nodeid, reason, _allowed_skip(report, reason)))
+
+
+def _no_skips() -> bool:
+    return os.environ.get(NO_SKIPS_ENV) == "1"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _no_skips() and exitstatus == pytest.ExitCode.OK and any(not ok for _, _, ok in _SKIPS):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The skip list, unexpected ones first (always printed, so a CI log shows what did not run)."""
+    if not _SKIPS:
+        return
+    tr = terminalreporter
+    unexpected = [(n, r) for n, r, ok in _SKIPS if not ok]
+    tr.section("skips")
+    tr.write_line(f"{len(_SKIPS) - len(unexpected)} CUDA-only skip(s) allowed, {len(unexpected)} other skip(s)")
+    for nodeid, reason, ok in sorted(_SKIPS, key=lambda s: s[2]):
+        tr.write_line(f"{'allowed' if ok else 'UNEXPECTED'} skip: {nodeid}: {reason}")
+    if unexpected and _no_skips():
+        tr.write_line(f"{NO_SKIPS_ENV}=1: failing the session on {len(unexpected)} unexpected skip(s); "
+                      "install what they need (bash scripts/install_capture_deps.sh)", red=True)
