@@ -1,6 +1,8 @@
-"""The Colab door: the address every first cell and badge uses is pyproject's; the first cell stops
-with a clear message when the clone fails; and, in a venv pinned like Colab's runtime, the first cell
-installs only what Colab lacks, restarts once, is a no-op after that, and notebooks 02 and 03 run."""
+"""The Colab door: every notebook opens with the same first cell of at most 6 lines, using pyproject's
+address as the badges do; it clones the project and runs scripts/colab.py, which does the rest. The cell
+stops with a clear message when the clone or the install fails, restarts once when the install replaced a
+loaded package and is a no-op after that; and, in a venv pinned like Colab's runtime, it installs only what
+Colab lacks and notebooks 02 and 03 run."""
 
 from __future__ import annotations
 
@@ -48,15 +50,18 @@ def test_every_first_cell_and_badge_uses_the_pyproject_address():
     assert set(badges) == expected and len(badges) == len(NOTEBOOKS)
 
 
-def test_first_cells_are_one_and_the_same():
+def test_first_cells_are_one_and_the_same_and_short():
     assert len({first_code_cell(nb) for nb in NOTEBOOKS}) == 1
+    assert len(first_code_cell(NOTEBOOKS[0]).splitlines()) <= 6
+    assert "scripts/colab.py" in first_code_cell(NOTEBOOKS[0])
 
 
-def run_first_cell(python: str, env: dict, tmp_path: Path, preload: str = "") -> subprocess.CompletedProcess:
+def run_first_cell(python: str, env: dict, tmp_path: Path, preload: str = "",
+                   after: str = "") -> subprocess.CompletedProcess:
     """The first cell run as Colab runs it: in a process where `google.colab` is loaded."""
     script = tmp_path / "first_cell.py"
     script.write_text("import sys, types\nsys.modules['google.colab'] = types.ModuleType('google.colab')\n"
-                      f"{preload}\n{first_code_cell(NOTEBOOKS[0])}\n")
+                      f"{preload}\n{first_code_cell(NOTEBOOKS[0])}\n{after}\n")
     return subprocess.run([python, str(script)], capture_output=True, text=True, env=env, timeout=900)
 
 
@@ -67,6 +72,38 @@ def test_first_cell_stops_with_a_clear_message_when_the_clone_fails(tmp_path):
     assert done.returncode == 1
     assert "RuntimeError: git clone file://" in done.stderr and "set GUI_R1_LITE_REPO" in done.stderr
     assert not (tmp_path / "home" / ".colab_installed").exists()
+
+
+def fake_clone(home: Path, setup_sh: str) -> Path:
+    """A clone in `home` holding the real scripts/colab.py and a stand-in colab_setup.sh."""
+    (home / "scripts").mkdir(parents=True)
+    (home / "notebooks").mkdir()
+    shutil.copy2(REPO / "scripts" / "colab.py", home / "scripts" / "colab.py")
+    (home / "scripts" / "colab_setup.sh").write_text(setup_sh)
+    return home
+
+
+def test_first_cell_stops_with_the_install_s_output_when_it_fails(tmp_path):
+    home = fake_clone(tmp_path / "home", "echo pip says no\nexit 3\n")
+    done = run_first_cell(sys.executable, {**os.environ, "GUI_R1_LITE_HOME": str(home)}, tmp_path)
+    assert done.returncode == 1
+    assert "RuntimeError: scripts/colab_setup.sh failed (exit 3)" in done.stderr
+    assert "pip says no" in done.stderr and "run the first cell again" in done.stderr
+
+
+def test_first_cell_restarts_once_when_a_loaded_package_was_replaced(tmp_path):
+    """`json` stands in for pyarrow: replaced by the install while loaded, so the kernel is killed once."""
+    home = fake_clone(tmp_path / "home", "echo installed\nprintf 'json\\nnot_loaded\\n' > .colab_installed\n")
+    env = {**os.environ, "GUI_R1_LITE_HOME": str(home)}
+    done = run_first_cell(sys.executable, env, tmp_path, preload="import json")
+    assert done.returncode == -9, done.stdout + done.stderr
+    assert "installed" in done.stdout and "restarting the runtime once because it had loaded json -" in done.stdout
+    enter = "import os\nprint(os.getcwd(), sys.path[0])"
+    again = run_first_cell(sys.executable, env, tmp_path, preload="import json", after=enter)
+    assert again.returncode == 0 and again.stdout.split() == [str(home / "notebooks"), str(home)], again.stderr
+    (home / ".colab_installed").unlink()  # an install that replaced nothing loaded: no restart
+    third = run_first_cell(sys.executable, env, tmp_path, after=enter)
+    assert third.returncode == 0 and third.stdout.split()[-2:] == [str(home / "notebooks"), str(home)], third.stderr
 
 
 def test_nothing_happens_outside_colab(tmp_path):
