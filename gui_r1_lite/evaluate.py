@@ -5,7 +5,9 @@ the metrics of `metrics.py` written as JSON and Markdown. The output folder's `r
 what made the predictions, so that a folder is only ever resumed by the run that began it.
 
     python -m gui_r1_lite.evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
-        [--quantization 4bit] | --baseline oracle|random) --out DIR [--preset paper|fast] [--limit N] ...
+        [--quantization 4bit] | --baseline oracle|random) --out DIR [--preset paper|fast] [--limit N] [--blind] ...
+
+`--blind` scores the same rows with every screenshot white (`blind`): does the policy look at the screen?
 
 `--preset paper` predicts as the original's inference scripts do (`PRESETS`); `--suite DIR` runs
 every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`).
@@ -22,7 +24,7 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +42,7 @@ from .actions import (
     parse_completion,
     target_action,
 )
+from .blind import blind_record, blind_samples
 from .data import (
     Dataset,
     EvalRow,
@@ -706,7 +709,7 @@ def resolve_completer(policy: Any, settings: dict, seed: int = 0) -> tuple[Compl
 def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: str | None = None, batch_size: int = 4,
              max_new_tokens: int | None = None, compat: str = "official", min_pixels: int | None = None,
              max_pixels: int | None = None, limit: int | None = None, seed: int = 0, progress: bool = True,
-             overwrite: bool = False, preset: str | Preset | None = None) -> dict:
+             overwrite: bool = False, preset: str | Preset | None = None, blind: bool = False) -> dict:
     """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
     `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` with the same arguments
     resumes (`run.json` records what made the folder, see `open_run_folder`).
@@ -732,6 +735,9 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
             instead of refusing (`RunFolderMismatch`).
         preset: "paper" or "fast" (`PRESETS`): the values above left None, and the repetition
             penalty of a model policy that has none of its own, come from it.
+        blind: score the same rows with every screenshot replaced by a white image of the same
+            size (`blind`): does the policy look at the screen? The run record and the metrics
+            say `blind`; a blind run never resumes a seeing run's folder, nor the reverse.
 
     Returns:
         The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows and files
@@ -749,16 +755,19 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
     check_settings(limit, lo, hi)
     bench = load_benchmark(data, limit)
     bench.require_rows()
+    if blind:
+        bench = replace(bench, samples=blind_samples(bench.samples))
     validation = _report_skipped(bench)
     rows = to_eval_rows(bench.samples, lo, hi)
-    made_by = run_record(bench, completer_identity(completer), compat, lo, hi, tokens, limit)
+    made_by = blind_record(run_record(bench, completer_identity(completer), compat, lo, hi, tokens, limit), blind)
     out = open_run_folder(out_dir, made_by, overwrite=overwrite, about=run_about(completer.name, bench, settings))
     records = predict(completer, rows, out / PREDICTIONS, batch_size, tokens, compat,
                       min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
     summary = summarize(records, benchmark or bench.name)
     summary.update({"policy": completer.name, "compat": compat, "skipped": bench.report.skipped(),
                     "skipped_rows": bench.report.rows_skipped, "validation": validation, "min_pixels": lo,
-                    "max_pixels": hi, "max_new_tokens": tokens, "preset": settings["preset"], "settings": settings})
+                    "max_pixels": hi, "max_new_tokens": tokens, "preset": settings["preset"], "settings": settings,
+                    "blind": blind})
     stems = sorted({r["benchmark"] for r in records})
     if len(stems) > 1:
         summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
@@ -797,9 +806,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--compat", choices=COMPATS, default="official")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: CUDA when available)")
+    ap.add_argument("--blind", action="store_true",
+                    help="every screenshot replaced by a white image of the same size: does the policy look? "
+                         "(compare with a seeing run in another --out)")
     args = ap.parse_args(argv)
     if args.model is None and (args.adapter or args.quantization):
         ap.error("--adapter and --quantization need --model")
+    if args.blind and args.suite is not None:
+        ap.error("--blind goes with --data (score one benchmark blind, then compare it with its seeing run)")
     for flag, value in (("--batch-size", args.batch_size), ("--max-new-tokens", args.max_new_tokens)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be at least 1, got {value}")
@@ -849,13 +863,13 @@ def main(argv: list[str] | None = None) -> int:
     bench = load_benchmark(args.data, args.limit)
     bench.require_rows()
     policy, identity, name, s = policy_from_args(args)
-    made_by = run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"], s["max_new_tokens"],
-                         args.limit)
+    made_by = blind_record(run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"],
+                                      s["max_new_tokens"], args.limit), args.blind)
     open_run_folder(args.out, made_by, overwrite=args.overwrite, about=run_about(name, bench, s))
     policy = policy or load_model_completer(args, name)
     summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat, limit=args.limit,
                        seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],
-                       min_pixels=s["min_pixels"], max_pixels=s["max_pixels"])
+                       min_pixels=s["min_pixels"], max_pixels=s["max_pixels"], blind=args.blind)
     print(to_markdown(summary))
     print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
     return 0

@@ -307,3 +307,80 @@ def test_the_gpu_profile_evaluates_as_the_paper_and_cpu_mini_stays_small():
     assert mini.eval_limit == 8 and (m["preset"], m["max_new_tokens"]) == ("fast", 48)
     assert (m["min_pixels"], m["max_pixels"]) == (mini.min_pixels, mini.max_pixels)  # the tiny model's frame
     assert gpu.eval_settings("fast", 64)["max_new_tokens"] == 64  # a notebook parameter overrides
+
+
+# --- the blind check --------------------------------------------------------------------------------
+
+def test_blank_rows_keep_everything_but_pixels(bench_dir):
+    import dataclasses
+    import io
+
+    from PIL import Image
+
+    from gui_r1_lite.blind import blind_rows, blind_samples
+
+    samples = load_gui_r1(bench_dir / "screenspot_test.parquet").samples + \
+        load_gui_r1(bench_dir / "androidcontrol_low_test.parquet").samples
+    blank = blind_samples(samples)
+    assert len(blank) == len(samples) == 16
+    for before, after in zip(samples, blank, strict=True):
+        old, new = Image.open(io.BytesIO(before.image_bytes)), Image.open(io.BytesIO(after.image_bytes))
+        assert (new.size, new.mode, new.format) == (old.size, old.mode, old.format)
+        assert new.convert("RGB").getextrema() == ((255, 255),) * 3   # all white ...
+        assert old.convert("RGB").getextrema() != ((255, 255),) * 3   # ... where the screenshot was not
+        assert dataclasses.replace(after, image_bytes=before.image_bytes) == before  # nothing else changed
+        assert after.extras == before.extras
+    rows, blind = to_eval_rows(samples, **MINI), blind_rows(to_eval_rows(samples, **MINI))
+    for r, b in zip(rows, blind, strict=True):
+        assert (b.messages, b.model_size, b.sample.id, b.sample.gt_bbox) == (r.messages, r.model_size, r.sample.id,
+                                                                            r.sample.gt_bbox)
+        assert b.sample.image().getextrema() == ((255, 255),) * 3
+
+
+def test_a_blind_run_says_so_and_never_shares_a_seeing_run_s_folder(bench_dir, tmp_path):
+    seeing = E.evaluate(bench_dir, "random", tmp_path / "seeing", progress=False, **MINI)
+    blind = E.evaluate(bench_dir, "random", tmp_path / "blind", progress=False, blind=True, **MINI)
+    assert blind["blind"] is True and seeing["blind"] is False
+    assert json.loads((tmp_path / "blind" / E.METRICS_JSON).read_text())["blind"] is True
+    assert json.loads((tmp_path / "blind" / E.RUN_FILE).read_text())["made_by"]["blind"] is True
+    assert "blind" not in json.loads((tmp_path / "seeing" / E.RUN_FILE).read_text())["made_by"]  # records as before
+    # the random baseline does not look: the same answers on white screens
+    assert [r["completion"] for r in E.read_records(tmp_path / "blind" / E.PREDICTIONS)] == \
+        [r["completion"] for r in E.read_records(tmp_path / "seeing" / E.PREDICTIONS)]
+    with pytest.raises(E.RunFolderMismatch, match="blind"):
+        E.evaluate(bench_dir, "random", tmp_path / "seeing", progress=False, blind=True, **MINI)
+    with pytest.raises(E.RunFolderMismatch, match="blind"):
+        E.evaluate(bench_dir, "random", tmp_path / "blind", progress=False, **MINI)
+    again = E.evaluate(bench_dir, "random", tmp_path / "blind", progress=False, blind=True, **MINI)  # resumes
+    assert again["n"] == blind["n"]
+
+
+def test_cli_blind_scores_the_tiny_model_on_white_screens(tiny_model_dir, bench_dir, tmp_path, monkeypatch):
+    from gui_r1_lite.tiny import TINY_MAX_PIXELS, TINY_MIN_PIXELS
+
+    seen = []
+    generate = E.ModelCompleter.generate
+
+    def spy(self, messages, images, *args, **kwargs):
+        seen.extend(im.getextrema() for im in images)
+        return generate(self, messages, images, *args, **kwargs)
+
+    monkeypatch.setattr(E.ModelCompleter, "generate", spy)
+    out = tmp_path / "blind"
+    flags = ["--data", str(bench_dir / "screenspot_test.parquet"), "--model", str(tiny_model_dir), "--limit", "3",
+             "--max-new-tokens", "6", "--min-pixels", str(TINY_MIN_PIXELS), "--max-pixels", str(TINY_MAX_PIXELS),
+             "--device", "cpu"]
+    assert E.main([*flags, "--out", str(out), "--blind"]) == 0
+    assert seen == [((255, 255),) * 3] * 3   # the model was shown white screens only
+    m = json.loads((out / E.METRICS_JSON).read_text())
+    assert m["blind"] is True and m["n"] == 3 and len(E.read_records(out / E.PREDICTIONS)) == 3
+    with pytest.raises(E.RunFolderMismatch, match="blind"):  # a seeing run never resumes it
+        E.main([*flags, "--out", str(out)])
+    seen.clear()
+    assert E.main([*flags, "--out", str(tmp_path / "seeing")]) == 0
+    assert len(seen) == 3 and all(e != ((255, 255),) * 3 for e in seen)
+
+
+def test_cli_blind_goes_with_data_not_suite(tmp_path):
+    with pytest.raises(SystemExit):
+        E.main(["--suite", str(tmp_path), "--baseline", "random", "--out", str(tmp_path / "o"), "--blind"])
