@@ -258,6 +258,8 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
     from .miniature.parallel import pin_dispatch
 
     pin_dispatch()
+    if prof.experiment == "miniature" and (why := online_skipped()):
+        print(f"[pipeline] the closed loop (online success per arm) will not run: {why}", flush=True)
     run_dir = Path(out) if out else REPO / "runs" / datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir.resolve()
     data_dir = (data_dir or REPO / "data_samples").resolve()
@@ -312,7 +314,19 @@ def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
     if src.name.startswith("04_"):
         for key in ("gain", "online"):
             summary.pop(key, None)
-        summary.update(miniature_summary(miniature_result(run_dir)))
+        study = miniature_result(run_dir)
+        summary.update(miniature_summary(study))
+        if study is not None and "online" not in summary:
+            why = online_skipped() or "no closed-loop episodes were asked (online_episodes=0)"
+            summary["online"] = {"skipped": why}
+
+
+def online_skipped() -> str | None:
+    """Why the miniature's closed loop cannot run here (no Playwright, Chromium or miniwob; the reason
+    names the fix), or None when it can."""
+    from .miniature.runner import online_missing
+
+    return online_missing()
 
 
 def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_parameters: dict | None,

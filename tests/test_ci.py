@@ -79,3 +79,12 @@ def test_ci_turns_the_check_on_and_stops_on_a_failed_install():
     assert "GUI_R1_LITE_NO_SKIPS=1" in ci
     install = next(line for line in ci.splitlines() if "install_capture_deps.sh" in line and "bash" in line)
     assert "||" not in install and "set -euo pipefail" in ci
+
+
+def test_the_closed_loop_packages_are_in_requirements_at_the_capture_scripts_pins():
+    # `make run`'s .venv plays the closed loop with nothing else installed (the browser aside)
+    pins = dict(line.split("==") for line in (ROOT / "requirements.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    script = (ROOT / "scripts" / "install_capture_deps.sh").read_text()
+    for name in ("playwright", "miniwob"):
+        assert f'"{name}=={pins[name]}"' in script, name

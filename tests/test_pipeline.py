@@ -68,14 +68,38 @@ def check_gain_and_online(summary: dict, details: dict) -> None:
                                     mini["sft_grpo"]["click_accuracy"]["per_seed"], strict=True)]
     assert gain["click_accuracy"]["per_seed"] == pytest.approx(paired)
     assert set(gain["mcnemar_p"]) == {str(s) for s in details["seeds"]}
-    assert ("online" in summary) == bool(details["settings"].get("online_episodes"))
-    for arm, value in summary.get("online", {}).items():
+    online = summary["online"]  # the arms' closed-loop success, or why it did not run
+    assert ("skipped" in online) == (not details["settings"].get("online_episodes"))
+    if "skipped" in online:
+        assert set(online) == {"skipped"} and online["skipped"]
+        return
+    for arm, value in online.items():
         lo, hi = value["success"]["ci95"]
         assert 0.0 <= lo <= value["success"]["mean"] <= hi <= 1.0, (arm, value)
-    if "online" in summary:  # the closed-loop gain, paired on the pages both arms played
-        online_gain = gain["online_success"]
-        lo, hi = online_gain["ci95"]
-        assert -1.0 <= lo <= online_gain["mean"] <= hi <= 1.0, online_gain
-        per_arm = [b - a for a, b in zip(summary["online"]["sft"]["success"]["per_seed"],
-                                         summary["online"]["sft_grpo"]["success"]["per_seed"], strict=True)]
-        assert online_gain["per_seed"] == pytest.approx(per_arm)
+    # the closed-loop gain, paired on the pages both arms played
+    online_gain = gain["online_success"]
+    lo, hi = online_gain["ci95"]
+    assert -1.0 <= lo <= online_gain["mean"] <= hi <= 1.0, online_gain
+    per_arm = [b - a for a, b in zip(online["sft"]["success"]["per_seed"], online["sft_grpo"]["success"]["per_seed"],
+                                     strict=True)]
+    assert online_gain["per_seed"] == pytest.approx(per_arm)
+
+
+def test_a_run_without_a_browser_says_why_the_closed_loop_did_not_run(tmp_path, monkeypatch, capsys):
+    # notebook 04 ran a miniature offline only (no Chromium): one line at the start names the fix, and
+    # summary.json records why instead of leaving the online block out without a word
+    why = "Chromium not found; install it with `sudo bash scripts/install_capture_deps.sh`"
+    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: why)
+    monkeypatch.setattr(pipeline, "miniature_result", lambda run_dir: {"stats": {}})
+    monkeypatch.setattr(pipeline, "_run_one", lambda *a, **k: None)
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for stem in ("04_grpo_training", "05_evaluation"):
+        (notebooks / f"{stem}.ipynb").write_text("{}")
+    run = tmp_path / "run"
+    pipeline.write_result(pipeline.artifacts_dir(run, "04_grpo_training", notebooks), {"experiment": "miniature"})
+    summary = pipeline.run_pipeline("cpu-mini", run, start=5, notebooks_dir=notebooks)
+    lines = [line for line in capsys.readouterr().out.splitlines() if "closed loop" in line]
+    assert lines == [f"[pipeline] the closed loop (online success per arm) will not run: {why}"]
+    assert summary["online"] == {"skipped": why}
+    assert json.loads((run / "summary.json").read_text())["online"] == {"skipped": why}

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .common import CHROMIUM, Shot, encode_png, require_playwright
+from .common import Shot, encode_png, require_playwright
 
 CHROMIUM_FLAGS: tuple[str, ...] = (
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -89,12 +89,12 @@ TARGETS_JS = r"""
 
 @contextlib.contextmanager
 def chromium() -> Iterator[object]:
-    """A headless Chromium (Debian's /usr/bin/chromium; Playwright's own download is not used)."""
-    require_playwright()
+    """A headless Chromium (Debian's /usr/bin/chromium, else Playwright's own download: `find_chromium`)."""
+    executable = require_playwright()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=list(CHROMIUM_FLAGS))
+        browser = p.chromium.launch(executable_path=executable, headless=True, args=list(CHROMIUM_FLAGS))
         try:
             yield browser
         finally:

@@ -53,16 +53,39 @@ def require_executable(path_or_name: str, apt_package: str, what: str) -> str:
     return found
 
 
-def require_playwright() -> None:
-    """Raise a `CaptureDependencyError` unless Python Playwright and Debian's Chromium are present."""
+def find_chromium() -> str | None:
+    """The Chromium to drive: Debian's (`CHROMIUM`), else one Playwright downloaded itself
+    (`playwright install chromium`, under $PLAYWRIGHT_BROWSERS_PATH or ~/.cache/ms-playwright; the
+    newest build), else None. Read from disk: asking Playwright's driver would start a process."""
+    if os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    root = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright")
+    found = [p for p in root.glob("chromium-*/chrome-linux*/chrome") if os.access(p, os.X_OK)]
+    return str(max(found, key=_playwright_build)) if found else None
+
+
+def _playwright_build(chrome: Path) -> int:
+    """Playwright's build number of a downloaded browser (`chromium-1187/...` -> 1187; -1 if none)."""
+    suffix = chrome.parent.parent.name.removeprefix("chromium-")
+    return int(suffix) if suffix.isdigit() else -1
+
+
+def require_playwright() -> str:
+    """The Chromium to launch (`find_chromium`); a `CaptureDependencyError` unless Python
+    Playwright and a Chromium are present, naming the command that installs them."""
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
         raise CaptureDependencyError(
-            "Python package `playwright` is missing; install it with `pip install playwright` "
-            "(the browser itself comes from Debian: `apt-get install -y chromium`; do not run `playwright install`)"
+            "Python package `playwright` is missing; install it with `pip install -r requirements.txt` "
+            "(the browser itself comes from Debian: `sudo bash scripts/install_capture_deps.sh`)"
         ) from None
-    require_executable(CHROMIUM, "chromium", "Chromium")
+    found = find_chromium()
+    if found is None:
+        raise CaptureDependencyError(
+            f"Chromium not found ({CHROMIUM}, nor Playwright's own download); install it with "
+            "`sudo bash scripts/install_capture_deps.sh` (or `apt-get install -y chromium`)")
+    return found
 
 
 # --- the step record ---------------------------------------------------------------------------
