@@ -1,5 +1,6 @@
 """Load the policy: a Qwen2.5-VL model and its processor from a hub id or a local folder, in full
-precision, 4-bit NF4 or 8-bit, with a LoRA adapter on the text decoder (new or saved).
+precision, 4-bit NF4 or 8-bit, with a LoRA adapter on the text decoder (new or saved; the
+settings and targets are `lora.py`'s, re-exported here).
 
 The same call serves `Qwen/Qwen2.5-VL-3B-Instruct`, `-7B-Instruct` and the tiny local model
 (`tiny.build_tiny_model`); only the arguments change.
@@ -11,16 +12,24 @@ import contextlib
 import importlib.util
 import logging
 import os
-import re
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from .data import hub_offline, hub_reachable, is_hub_id
 from .errors import UsageError
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+from .hub import hub_offline, hub_reachable, is_hub_id
+from .lora import (
+    TEXT_LORA_TARGETS,
+    VISION_LORA_TARGETS,
+    LoraSettings,
+    lora_targets,
+    resolve_lora,
+    set_vision_trainable,
+    vision_tower,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,64 +82,6 @@ class ModelSourceError(UsageError, FileNotFoundError):
     as transformers raises for a missing model."""
 
 
-# Module names in transformers 5's Qwen2.5-VL: `model.language_model.layers.N.{self_attn,mlp}.*`
-# and `model.visual.blocks.N.{attn,mlp}.*`. The vision MLP also has gate/up/down_proj, so a plain
-# list of names would put adapters on the vision tower too; these patterns keep the two apart.
-TEXT_LORA_TARGETS = (
-    r".*language_model\.layers\.\d+\.(?:self_attn\.(?:q|k|v|o)_proj|mlp\.(?:gate|up|down)_proj)"
-)
-VISION_LORA_TARGETS = (
-    r".*visual\.blocks\.\d+\.(?:attn\.(?:qkv|proj)|mlp\.(?:gate|up|down)_proj)|.*visual\.merger\.mlp\.(?:0|2)"
-)
-
-
-@dataclass
-class LoraSettings:
-    """LoRA adapter settings. `target_modules` is a regex matched against full module names
-    (PEFT full-matches a string); `train_vision` adds adapters to the vision tower's blocks and
-    merger as well (without LoRA it makes the vision tower's own weights trainable)."""
-
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: str = TEXT_LORA_TARGETS
-    train_vision: bool = False
-    bias: str = "none"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.r, int) or self.r <= 0:
-            raise ValueError(f"LoraSettings.r must be a positive integer, got {self.r!r}")
-        if not 0.0 <= float(self.dropout) < 1.0:
-            raise ValueError(f"LoraSettings.dropout must be in [0, 1), got {self.dropout!r}")
-        if self.bias not in ("none", "all", "lora_only"):
-            raise ValueError(f"LoraSettings.bias must be 'none', 'all' or 'lora_only', got {self.bias!r}")
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> LoraSettings:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown LoRA setting(s) {unknown}; expected some of {sorted(known)}")
-        return cls(**values)
-
-    @property
-    def pattern(self) -> str:
-        """The regex PEFT gets: the text targets, plus the vision ones when `train_vision`."""
-        if self.train_vision:
-            return f"(?:{self.target_modules})|(?:{VISION_LORA_TARGETS})"
-        return self.target_modules
-
-    def to_peft(self):
-        """The `peft.LoraConfig` for these settings."""
-        from peft import LoraConfig
-
-        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=self.pattern, bias=self.bias, task_type="CAUSAL_LM")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 @dataclass
 class Policy:
     """A loaded policy: the (possibly PEFT-wrapped) model, its processor, and how it was loaded."""
@@ -156,52 +107,6 @@ class Policy:
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def _base_model(model):
-    """The transformers model under any PEFT wrapping."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if callable(get_base) else model
-
-
-def vision_tower(model):
-    """The vision encoder (`model.model.visual` in transformers 5) of a Qwen2.5-VL model."""
-    base = _base_model(model)
-    for path in ("model.visual", "visual"):
-        obj = base
-        try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        return obj
-    raise AttributeError(f"{type(base).__name__} has no vision tower at .model.visual or .visual")
-
-
-def lora_targets(model, settings: LoraSettings | None = None) -> list[str]:
-    """Names of the Linear modules of `model` that `settings` (default `LoraSettings()`) puts
-    adapters on. On a PEFT model the names are those of the wrapped base model."""
-    import torch
-
-    settings = settings or LoraSettings()
-    pattern = re.compile(settings.pattern)
-    base = _base_model(model)
-    names = []
-    for name, module in base.named_modules():
-        if ".lora_" in name or name.endswith(".base_layer"):
-            continue
-        # bitsandbytes' Linear4bit/Linear8bitLt subclass nn.Linear; PEFT's wrapper holds one as base_layer.
-        is_linear = isinstance(module, torch.nn.Linear) or isinstance(getattr(module, "base_layer", None),
-                                                                       torch.nn.Linear)
-        if is_linear and pattern.fullmatch(name):
-            names.append(name)
-    return names
-
-
-def set_vision_trainable(model, trainable: bool) -> None:
-    """Freeze (or unfreeze) every parameter of the vision tower."""
-    for p in vision_tower(model).parameters():
-        p.requires_grad_(trainable)
 
 
 def free_memory() -> None:
@@ -280,19 +185,6 @@ def resolve_dtype(dtype, device):
     if dtype in names:
         return names[dtype]
     raise ValueError(f"dtype must be a torch.dtype, one of {sorted(names)} or None, got {dtype!r}")
-
-
-def _resolve_lora(lora) -> LoraSettings | None:
-    if lora is None or lora is False:
-        return None
-    if lora is True:
-        return LoraSettings()
-    if isinstance(lora, LoraSettings):
-        return lora
-    if isinstance(lora, dict):
-        return LoraSettings.from_dict(lora)
-    raise TypeError("lora must be LoraSettings, a dict of its fields, True (defaults) or None/False, "
-                    f"got {type(lora).__name__}")
 
 
 #: Kept out of quantisation: the vision tower (the original trains it, and NF4 costs it most: its
@@ -486,7 +378,7 @@ def _adapter_settings(lora: LoraSettings | dict | bool | None, adapter: str | os
                       train_vision: bool | None) -> LoraSettings | None:
     """The new adapter's settings (None with a saved `adapter` or without LoRA); checks that a
     saved adapter folder looks like one."""
-    settings = _resolve_lora(lora)
+    settings = resolve_lora(lora)
     if adapter is not None and lora not in (True, None, False):
         raise ValueError("pass either lora= (a new adapter) or adapter= (a saved one), not both")
     if adapter is not None:
@@ -562,3 +454,10 @@ def _with_adapter(model, settings: LoraSettings | None, adapter: str | os.PathLi
         if settings is not None:
             return get_peft_model(model, settings.to_peft())
         return PeftModel.from_pretrained(model, os.fspath(adapter), is_trainable=adapter_trainable)
+
+
+__all__ = [
+    "FP16_NOTE", "QUANTIZATIONS", "QUANTIZATION_SKIP", "TEXT_LORA_TARGETS", "VISION_LORA_TARGETS", "LoraSettings",
+    "ModelSourceError", "Policy", "Quantization", "check_quantization", "free_memory", "load_policy", "lora_targets",
+    "native_bf16", "quantization_config", "resolve_device", "resolve_dtype", "set_vision_trainable", "vision_tower",
+]
