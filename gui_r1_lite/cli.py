@@ -13,7 +13,7 @@ COMMANDS = {
     "pipeline": "gui_r1_lite.pipeline",
     "capture": "gui_r1_lite.capture.__main__",
     "train": "gui_r1_lite.train",
-    "evaluate": "gui_r1_lite.evaluate",
+    "evaluate": "gui_r1_lite.evaluate_cli",
     "online": "gui_r1_lite.online.__main__",
     "miniature": "gui_r1_lite.miniature.__main__",
 }

@@ -4,13 +4,15 @@ model's frame back to the stored image's pixels, records appended to a resumable
 the metrics of `metrics.py` written as JSON and Markdown. The output folder's `run.json` records
 what made the predictions, so that a folder is only ever resumed by the run that began it.
 
-    python -m gui_r1_lite.evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
+    gui-r1-lite evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
         [--quantization 4bit] | --baseline oracle|random) --out DIR [--preset paper|fast] [--limit N] [--blind] ...
 
 `--blind` scores the same rows with every screenshot white (`blind`): does the policy look at the screen?
 
 `--preset paper` predicts as the original's inference scripts do (`PRESETS`); `--suite DIR` runs
-every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`).
+every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`; the
+command is `evaluate_cli`, as `suite` is built on this module). `python -m gui_r1_lite.evaluate --data`
+runs one benchmark.
 """
 
 from __future__ import annotations
@@ -779,7 +781,8 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
 # --- command line -----------------------------------------------------------------------------------
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line's flags (`--data` or `--suite`), checked; `evaluate_cli` dispatches on them."""
     ap = argparse.ArgumentParser(prog="gui-r1-lite evaluate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     what = ap.add_mutually_exclusive_group(required=True)
@@ -850,15 +853,14 @@ def load_model_completer(args: argparse.Namespace, name: str) -> ModelCompleter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: evaluate a model or a baseline on benchmark files (or, with `--suite`,
-    on every GUI-R1 benchmark file of a folder) and print the metrics. Everything that can be
-    checked without the model (flags, --out, the data, what the run folder holds) is checked
-    before the model loads."""
-    args = _parse_args(argv)
+    """The command line: evaluate a model or a baseline on benchmark files and print the metrics
+    (`--suite`, every GUI-R1 benchmark file of a folder, runs through `evaluate_cli`, which the
+    `gui-r1-lite evaluate` command is). Everything that can be checked without the model (flags,
+    --out, the data, what the run folder holds) is checked before the model loads."""
+    args = parse_args(argv)
     if args.suite is not None:
-        from .suite import suite_main
-
-        return suite_main(args)
+        raise UsageError("--suite runs through `gui-r1-lite evaluate --suite DIR ...` "
+                         "(python -m gui_r1_lite.evaluate_cli --suite DIR ...), with the same flags")
     writable_folder(args.out, "--out")
     bench = load_benchmark(args.data, args.limit)
     bench.require_rows()

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from gui_r1_lite import evaluate as E
+from gui_r1_lite import evaluate_cli as EC
 from gui_r1_lite import suite as S
 from gui_r1_lite.data import load_gui_r1
 from gui_r1_lite.errors import run_cli
@@ -89,7 +90,7 @@ def suite_dir(tmp_path_factory, samples) -> Path:
 @pytest.fixture(scope="module")
 def oracle_run(suite_dir, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("oracle")
-    assert E.main(["--suite", str(suite_dir), "--baseline", "oracle", "--out", str(out), *PIXELS]) == 0
+    assert EC.main(["--suite", str(suite_dir), "--baseline", "oracle", "--out", str(out), *PIXELS]) == 0
     return out
 
 
@@ -123,7 +124,7 @@ def test_oracle_scores_1_on_every_file(oracle_run):
 
 
 def test_random_is_far_lower(suite_dir, tmp_path):
-    assert E.main(["--suite", str(suite_dir), "--baseline", "random", "--out", str(tmp_path), *PIXELS]) == 0
+    assert EC.main(["--suite", str(suite_dir), "--baseline", "random", "--out", str(tmp_path), *PIXELS]) == 0
     suite = json.loads((tmp_path / S.SUITE_JSON).read_text())
     figures = {stem: headline(stem, m) for stem, m in suite["benchmarks"].items()}
     assert all(v < 1.0 for v in figures.values()), figures
@@ -177,10 +178,21 @@ def test_a_folder_without_benchmark_files_exits_2_naming_it_and_the_names(tmp_pa
         folder.mkdir()
     if make == "other_parquet":
         pq.write_table(pa.table({"x": [1]}), folder / "train.parquet")
-    code = run_cli(E.main, ["--suite", str(folder), "--baseline", "oracle", "--out", str(tmp_path / "o")])
+    code = run_cli(EC.main, ["--suite", str(folder), "--baseline", "oracle", "--out", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert code == 2 and str(folder) in err and "screenspot_test.parquet" in err
     assert "omniact_desktop_test.parquet" in err and "Traceback" not in err
+
+
+def test_the_suite_is_the_evaluate_commands_not_evaluate_mains(tmp_path, capsys):
+    # evaluate does not import suite (suite is built on it): `gui-r1-lite evaluate` (evaluate_cli) dispatches
+    from gui_r1_lite import cli
+
+    assert cli.COMMANDS["evaluate"] == "gui_r1_lite.evaluate_cli"
+    code = run_cli(E.main, ["--suite", str(tmp_path), "--baseline", "oracle", "--out", str(tmp_path / "o")])
+    assert code == 2 and "gui-r1-lite evaluate --suite DIR" in capsys.readouterr().err
+    assert cli.main(["evaluate", "--suite", str(tmp_path), "--baseline", "oracle", "--out", str(tmp_path / "o")]) == 2
+    assert "holds none of GUI-R1's benchmark files" in capsys.readouterr().err
 
 
 def test_a_file_without_a_usable_row_fails_naming_the_cause_before_anything_is_predicted(suite_dir, tmp_path,
@@ -193,7 +205,7 @@ def test_a_file_without_a_usable_row_fails_naming_the_cause_before_anything_is_p
             table = table.drop_columns(["ui_type"])
         pq.write_table(table, folder / f.name)
     out = tmp_path / "out"
-    code = run_cli(E.main, ["--suite", str(folder), "--baseline", "oracle", "--out", str(out), *PIXELS])
+    code = run_cli(EC.main, ["--suite", str(folder), "--baseline", "oracle", "--out", str(out), *PIXELS])
     err = capsys.readouterr().err
     assert code == 1 and "screenspot_test.parquet" in err and "missing column(s) ['ui_type']" in err
     assert not list(out.rglob(E.PREDICTIONS))
@@ -202,7 +214,7 @@ def test_a_file_without_a_usable_row_fails_naming_the_cause_before_anything_is_p
 def test_the_paper_preset_is_recorded_with_what_a_flag_overrode(samples, tmp_path, capsys):
     folder = write_suite_folder(tmp_path / "one", samples, stems=("omniact_desktop_test",))
     out = tmp_path / "out"
-    assert E.main(["--suite", str(folder), "--baseline", "oracle", "--out", str(out), "--preset", "paper",
+    assert EC.main(["--suite", str(folder), "--baseline", "oracle", "--out", str(out), "--preset", "paper",
                    "--max-new-tokens", "48"]) == 0
     run = json.loads((out / "omniact_desktop_test" / E.RUN_FILE).read_text())
     assert run["made_by"]["max_new_tokens"] == 48
@@ -227,7 +239,7 @@ def test_a_model_is_loaded_once_for_the_whole_suite(tiny_model_dir, samples, tmp
 
     monkeypatch.setattr(modeling, "load_policy", counting)
     out = tmp_path / "out"
-    assert E.main(["--suite", str(folder), "--model", str(tiny_model_dir), "--out", str(out), "--preset", "paper",
+    assert EC.main(["--suite", str(folder), "--model", str(tiny_model_dir), "--out", str(out), "--preset", "paper",
                    "--limit", "1", "--max-new-tokens", "4", "--min-pixels", str(TINY_MIN_PIXELS),
                    "--max-pixels", str(TINY_MAX_PIXELS), "--device", "cpu"]) == 0
     assert len(loads) == 1 and loads[0]["max_pixels"] == TINY_MAX_PIXELS
