@@ -286,8 +286,8 @@ def standin_config(tokenizer, *, hidden_size: int | None = None, num_layers: int
 
 
 def standin_generation_config(tokenizer) -> GenerationConfig:
-    """Qwen2.5-VL-3B-Instruct's published generation settings (near-greedy sampling: top_k 1,
-    top_p 0.001, temperature 0.1, repetition_penalty 1.05; eos <|im_end|> or <|endoftext|>) with
+    """Qwen2.5-VL-3B-Instruct's published generation settings (near-greedy sampling: temperature
+    1e-06, repetition_penalty 1.05; eos <|im_end|> or <|endoftext|>) with
     `tokenizer`'s special-token ids, as a `GenerationConfig`."""
     from transformers import GenerationConfig
 
@@ -439,8 +439,9 @@ def real_architecture(model_id: str = REAL_MODEL_ID, *, random_weights: bool = T
 #: The file in a built tiny model's folder that records the arguments it was built with.
 BUILD_FILE = "tiny_build.json"
 #: Changes whenever the same arguments build a different model, so that no cached build of an
-#: older stand-in is taken for the current one (2: built from the shipped Qwen2.5-VL-3B configuration).
-STANDIN_VERSION = 2
+#: older stand-in is taken for the current one (2: built from the shipped Qwen2.5-VL-3B configuration;
+#: 3: its generation settings as published now, temperature 1e-06 without top_k / top_p).
+STANDIN_VERSION = 3
 
 
 def build_arguments(seed: int = 0, **build_kwargs) -> dict:

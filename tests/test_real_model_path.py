@@ -26,8 +26,7 @@ GPU_RECIPES = ("grpo_qwen2_5_vl_3b_qlora", "sft_qwen2_5_vl_3b_qlora")
 def test_the_shipped_generation_config_is_the_published_one():
     got = qwen2_5_vl_3b_generation_config()
     assert got == {"bos_token_id": 151643, "pad_token_id": 151643, "do_sample": True,
-                   "eos_token_id": [151645, 151643], "repetition_penalty": 1.05, "temperature": 0.1,
-                   "top_p": 0.001, "top_k": 1}
+                   "eos_token_id": [151645, 151643], "repetition_penalty": 1.05, "temperature": 1e-06}
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +42,7 @@ def real_config_policy(tiny_model_dir, tmp_path_factory):
     real = {k: v for k, v in qwen2_5_vl_3b_generation_config().items() if k not in TOKEN_FIELDS}
     path.write_text(json.dumps({**own, **real}, indent=2))
     policy = load_policy(folder, lora=None, device="cpu", **PIXELS)
-    assert policy.model.generation_config.top_k == 1  # the real settings are what generate falls back on
+    assert policy.model.generation_config.temperature == 1e-06  # the real settings are what generate falls back on
     return policy
 
 
@@ -56,7 +55,7 @@ def rows(n: int = 4) -> list[D.Sample]:
 
 def test_curation_samples_vary_with_the_real_generation_config(real_config_policy):
     # model_sampler at temperature 1.0 must sample as asked, not fall back on the model's
-    # top_k 1 / top_p 0.001 (which makes every row's k answers identical: rates 0 or 1)
+    # temperature 1e-06 (which makes every row's k answers identical: rates 0 or 1)
     answers = []
 
     def spy(train_rows, k):
@@ -87,7 +86,7 @@ def test_sampling_fields_are_all_set_explicitly(real_config_policy):
     completer = ModelCompleter(real_config_policy, do_sample=True, temperature=0.7, num_return_sequences=2)
     got = completer.generation_config(16)
     assert (got.do_sample, got.temperature, got.top_p, got.repetition_penalty) == (True, 0.7, 1.0, 1.0)
-    assert got.top_k == 0 and got.min_p == 0.0  # disabled, not None: None would be refilled (top_k 1)
+    assert got.top_k == 0 and got.min_p == 0.0  # disabled, not None: None would be refilled (top_k 50)
     assert (got.num_return_sequences, got.max_new_tokens) == (2, 16)
 
 

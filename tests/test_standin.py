@@ -115,8 +115,8 @@ def test_generation_config_is_the_real_one_with_the_stand_ins_token_ids(tiny_mod
     got = json.loads((tiny_model_dir / "generation_config.json").read_text())
     got.pop("transformers_version")
     assert _names(got, tok) == _names(qwen2_5_vl_3b_generation_config())
-    assert (got["do_sample"], got["top_k"], got["top_p"], got["temperature"], got["repetition_penalty"]) == \
-        (True, 1, 0.001, 0.1, 1.05)
+    assert (got["do_sample"], got["temperature"], got["repetition_penalty"]) == (True, 1e-06, 1.05)
+    assert "top_k" not in got and "top_p" not in got  # as published: transformers' defaults
     assert got["eos_token_id"] == [tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")]
 
 
@@ -143,9 +143,9 @@ def test_scaled_vision_pattern_and_rotary_split():
 
 
 def test_sampling_varies_only_when_every_field_is_set(tiny_model_dir):
-    # Qwen2.5-VL-3B-Instruct's generation config is near-greedy (top_k 1); generate refills every
-    # field a caller leaves None from it. ModelCompleter sets them all: its 4 samples at
-    # temperature 1.0 differ. A call that leaves top_k/top_p None gets 4 copies of one answer.
+    # Qwen2.5-VL-3B-Instruct's generation config is near-greedy (temperature 1e-06); generate refills
+    # every field a caller leaves None from it. ModelCompleter sets them all: its 4 samples at
+    # temperature 1.0 differ. A call that leaves the temperature None gets 4 copies of one answer.
     policy = load_policy(tiny_model_dir, lora=None, device="cpu", min_pixels=TINY_MIN_PIXELS,
                          max_pixels=TINY_MAX_PIXELS)
     size = model_image_size(200, 100, TINY_MIN_PIXELS, TINY_MAX_PIXELS)
@@ -160,7 +160,7 @@ def test_sampling_varies_only_when_every_field_is_set(tiny_model_dir):
     text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     inputs = processor(text=[text], images=[image], return_tensors="pt")
     with torch.inference_mode():
-        out = policy.model.generate(**inputs, temperature=1.0, num_return_sequences=4, max_new_tokens=8)
+        out = policy.model.generate(**inputs, num_return_sequences=4, max_new_tokens=8)
     collapsed = processor.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
     assert len(collapsed) == 4 and len(set(collapsed)) == 1, collapsed
 
@@ -184,7 +184,7 @@ def test_real_architecture_on_the_meta_device():
     assert cfg.image_token_id == tok.convert_tokens_to_ids("<|image_pad|>") == policy.processor.image_token_id
     size = policy.processor.image_processor.size
     assert (size.shortest_edge, size.longest_edge) == (3136, 12845056) and tok.padding_side == "left"
-    assert model.generation_config.top_k == 1 and not model.training
+    assert model.generation_config.temperature == 1e-06 and not model.training
 
     short = real_architecture(device="meta", text_layers=2, vision_depth=8, dtype="bf16")
     assert len(short.model.model.language_model.layers) == 2 and len(short.model.model.visual.blocks) == 8

@@ -150,7 +150,7 @@ class MiniatureSettings:
     loss_type: str = "grpo"
     max_completion_length: int = 44
     # passed to the trainer explicitly: a field left unset is filled from the model's generation
-    # config, and the real Qwen2.5-VL's (top_k 1, top_p 0.001) would make every group one answer
+    # config (the real Qwen2.5-VL's: near-greedy temperature 1e-06, top-k at transformers' 50), not as set here
     top_p: float = 1.0
     top_k: int = 0                             # 0: no top-k cut
     repetition_penalty: float = 1.0

@@ -35,9 +35,9 @@ def qwen2_5_vl_3b_config() -> dict:
 
 
 def qwen2_5_vl_3b_generation_config() -> dict:
-    """Qwen2.5-VL-3B-Instruct's published `generation_config.json`: near-greedy sampling
-    (top_k 1, top_p 0.001, temperature 0.1, repetition_penalty 1.05) that `generate` falls back on
-    for every field a caller leaves None."""
+    """Qwen2.5-VL-3B-Instruct's published `generation_config.json` (as checked on 2026-12-05, see
+    README.md): near-greedy sampling (temperature 1e-06, repetition_penalty 1.05; top_k and top_p
+    left at transformers' defaults) that `generate` falls back on for every field a caller leaves None."""
     return _shipped_json(QWEN2_5_VL_3B_GENERATION_CONFIG)
 
 
