@@ -300,7 +300,8 @@ def test_every_stage_reports_its_start_steps_and_end(tiny_run):
     per_seed = STAGES_PER_SEED
     assert sorted(r["index"] for r in starts.values()) == list(range(1, 2 * per_seed + 1))
     assert {r["total"] for r in starts.values()} == {2 * per_seed}
-    assert starts["seed 1 · random_eval"]["index"] == per_seed + 1 and starts["seed 0 · warm_train"]["index"] == 2
+    assert starts["seed 1 · random_eval"]["index"] == per_seed + 1 and starts["seed 0 · warm_train"]["index"] == 3
+    assert starts["seed 0 · random_blind_eval"]["index"] == 2  # the blind check right after its seeing stage
     assert [r["step"] for r in records if r["stage"] == "seed 0 · warm_train" and r["event"] == "step"][-1] == 2
     assert starts["seed 0 · warm_train"]["steps"] == 2 and starts["seed 0 · random_eval"]["steps"] == 6
     assert Path(starts["seed 0 · random_eval"]["count_lines"]).name == "predictions.jsonl"
@@ -310,7 +311,7 @@ def test_every_stage_reports_its_start_steps_and_end(tiny_run):
 
 def test_every_arm_reports_every_metric_for_every_seed(tiny_run):
     _, result = tiny_run
-    assert set(miniature.arm_results(result)) == set(miniature.ARMS) == {"random", "sft", "sft_grpo"}
+    assert set(miniature.arm_results(result)) - {"looks"} == set(miniature.ARMS) == {"random", "sft", "sft_grpo"}
     for arm in miniature.ARMS:
         for metric in miniature.METRICS:
             v = result[arm][metric]
@@ -321,6 +322,33 @@ def test_every_arm_reports_every_metric_for_every_seed(tiny_run):
     paired = [b - a for a, b in zip(result["sft"]["click_accuracy"]["per_seed"],
                                     result["sft_grpo"]["click_accuracy"]["per_seed"], strict=True)]
     assert gain["per_seed"] == pytest.approx(paired) and -1.0 <= gain["ci95"][0] <= gain["mean"] <= gain["ci95"][1] <= 1.0
+
+
+def test_every_scored_arm_is_scored_blind_on_the_same_rows(tiny_run):
+    out, result = tiny_run
+    for seed in map(str, SEEDS):
+        for arm in ("random", "warm", "sft", "sft_grpo"):
+            seeing = Path(result["predictions"][seed][arm])
+            blind = Path(result["predictions"][seed][f"{arm}_blind"])
+            assert blind == out / f"seed{seed}" / f"{arm}_blind_eval" and (blind / miniature.STAGE_FILE).exists()
+            assert read_json(blind / "metrics.json")["blind"] is True and read_json(blind / "run.json")["made_by"][
+                "blind"] is True
+            assert [r["id"] for r in read_jsonl(blind / "predictions.jsonl")] == \
+                [r["id"] for r in read_jsonl(seeing / "predictions.jsonl")]  # the same rows, the same settings
+            assert read_json(blind / "run.json")["settings"] == read_json(seeing / "run.json")["settings"]
+    for arm in miniature.ARMS:
+        assert len(result[arm]["blind"]["click_accuracy"]["per_seed"]) == 2
+    assert len(result["warm_start"]["blind"]["click_accuracy"]["per_seed"]) == 2
+    assert set(result["looks"]) == {"random", "warm", "sft", "sft_grpo"}
+    assert result["looks"]["random"] == {"mean": 0.0, "ci95": [0.0, 0.0], "per_seed": [0.0, 0.0]}  # random looks = 0
+    for arm, looks in result["looks"].items():
+        paired = [a - b for a, b in zip(result["stats"]["arms"][arm]["click_accuracy"]["per_seed"],
+                                        result["stats"]["arms"][f"{arm}_blind"]["click_accuracy"]["per_seed"],
+                                        strict=True)]
+        assert looks["per_seed"] == pytest.approx(paired) and looks["ci95"][0] <= looks["mean"] <= looks["ci95"][1]
+    assert set(result["distinct_answers"]["sft"]) <= {"click-tab", "login-user"}
+    summary = miniature.arm_results(result)
+    assert set(summary) == {*miniature.ARMS, "looks"} and summary["sft"]["blind"] == result["sft"]["blind"]
 
 
 def test_the_random_baseline_always_writes_the_format(tiny_run):
@@ -368,6 +396,7 @@ def test_the_result_file_and_the_table(tiny_run):
     assert json.loads((out / miniature.RESULT_FILE).read_text())["sft"] == result["sft"]
     table = miniature.miniature_table(result)
     assert table.count("\n| ") == 4 and "seeds 0, 1" in table   # the arms and the warm start they begin from
+    assert "looks: seeing − white, points [95 % CI]" in table.splitlines()[0]
     assert table.splitlines()[3].startswith("| warm start (reference) | ")
 
 
@@ -386,8 +415,8 @@ def test_the_compute_table_shows_each_training_stage_s_cost_over_seeds(tiny_run)
 def test_a_rerun_reuses_every_finished_stage(tiny_run):
     out, result = tiny_run
     again = miniature.run_miniature(out, seeds=SEEDS, **TINY_BUDGET)
-    assert again["skipped_stages"]["0"] == sorted(["random_eval", "warm_train", "warm_eval", "sft_train", "sft_eval",
-                                                   "sft_grpo_train", "sft_grpo_eval"])
+    assert again["skipped_stages"]["0"] == sorted(miniature.stage_names(miniature.MiniatureSettings()))
+    assert len(again["skipped_stages"]["0"]) == 11  # the random baseline, three trained arms, each scored blind too
     assert miniature.arm_results(again) == miniature.arm_results(result)
 
 

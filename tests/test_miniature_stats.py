@@ -305,3 +305,135 @@ def test_the_transfer_file_holds_only_tasks_never_trained_on(tmp_path):
     tasks = [task_of(s.id) for s in load_gui_r1(path).samples]
     assert tasks and not set(tasks) & set(LAYOUT_TASKS) and all(tasks.count(t) == 2 for t in tasks)
     assert report.transfer_file(DEFAULT_HELDOUT, None, tmp_path / "none.parquet", per_task=2) is None
+
+
+# --- the blind check: a policy that reads the screen against ones that do not ---------------------------
+
+
+class DarkPatch:
+    """A stand-in policy that reads the screen: it clicks the centre of the dark pixels of the image it
+    is shown (the pages below draw the target black on white), the page's top-left corner when none is."""
+
+    name = "dark-patch"
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        import numpy as np
+
+        from gui_r1_lite.actions import NO_TEXT, Action, format_answer
+
+        out = []
+        for image in images:
+            ys, xs = np.nonzero(np.asarray(image.convert("L")) < 128)
+            point = (round(float(xs.mean())), round(float(ys.mean()))) if xs.size else (0, 0)
+            out.append(format_answer(Action("click", point, NO_TEXT)))
+        return out
+
+
+class FixedPoint(DarkPatch):
+    """A stand-in policy that ignores the screen: the same point on every page."""
+
+    name = "fixed-point"
+
+    def complete(self, rows, images, keys, max_new_tokens):
+        from gui_r1_lite.actions import NO_TEXT, Action, format_answer
+
+        return [format_answer(Action("click", (80, 100), NO_TEXT)) for _ in rows]
+
+
+def target_pages(tasks: tuple[str, ...] = ("click-tab", "click-dialog", "login-user")) -> list:
+    """The held-out click rows of `tasks`, each page redrawn white with its target box black."""
+    import dataclasses
+    import io
+
+    from PIL import Image, ImageDraw
+
+    from gui_r1_lite.data import load_gui_r1
+    from gui_r1_lite.miniature import DEFAULT_HELDOUT, task_of
+
+    out = []
+    for s in load_gui_r1(DEFAULT_HELDOUT).samples:
+        if task_of(s.id) in tasks and s.gt_action == "click" and s.has_target:
+            image = Image.new("RGB", s.image_size, "white")
+            ImageDraw.Draw(image).rectangle([round(v) for v in s.gt_bbox], fill="black")
+            buf = io.BytesIO()
+            image.save(buf, format="PNG")
+            out.append(dataclasses.replace(s, image_bytes=buf.getvalue()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def blind_check(tmp_path_factory) -> dict:
+    """Three policies scored seeing and blind on the same pages, two seeds, laid out as a miniature run's
+    stages: `dark` reads the screen, `fixed` (as `sft`) and the random baseline (as `random`) do not."""
+    from gui_r1_lite.evaluate import evaluate
+
+    folder, pages = tmp_path_factory.mktemp("blind"), target_pages()
+    policies = {"sft_grpo": DarkPatch(), "sft": FixedPoint(), "random": "random"}
+    predictions = {}
+    for seed in (0, 1):
+        predictions[str(seed)] = {}
+        for arm, policy in policies.items():
+            for name, blind in ((arm, False), (report.blind_arm(arm), True)):
+                out = folder / f"seed{seed}" / f"{name}_eval"
+                evaluate(pages, policy, out, seed=seed, progress=False, blind=blind, min_pixels=28 * 28 * 16,
+                         max_pixels=28 * 28 * 64)
+                predictions[str(seed)][name] = str(out)
+    return {"predictions": predictions, "n_pages": len(pages), "stats": report.study_statistics(predictions)}
+
+
+def test_a_policy_that_reads_the_screen_looks_and_one_that_does_not_looks_zero(blind_check):
+    st = blind_check["stats"]
+    assert set(st["looks"]) == {"random", "sft", "sft_grpo"}
+    dark = st["looks"]["sft_grpo"]
+    assert st["arms"]["sft_grpo"]["click_accuracy"]["mean"] > 0.9   # it finds the black box ...
+    assert st["arms"]["sft_grpo_blind"]["click_accuracy"]["mean"] < 0.1  # ... and nothing on a white page
+    assert dark["ci95"][0] > 0.5 and dark["mean"] > 0.8
+    for arm in ("sft", "random"):  # the same answers whatever the screen: looks 0 in every draw
+        assert st["looks"][arm]["mean"] == 0.0 and st["looks"][arm]["ci95"] == [0.0, 0.0], arm
+    # the interval is the gain's bootstrap, paired on rows: blind score -> seeing score
+    gain = stats.bootstrap_gain(
+        {s: report.read_click_rows(blind_check["predictions"][str(s)]["sft_grpo_blind"]) for s in (0, 1)},
+        {s: report.read_click_rows(blind_check["predictions"][str(s)]["sft_grpo"]) for s in (0, 1)})
+    assert gain == dark
+
+
+def test_distinct_answers_against_distinct_targets_per_task(blind_check):
+    distinct = blind_check["stats"]["distinct"]
+    tab = distinct["sft"]["click-tab"]
+    assert tab["rows"] == 15 and tab["distinct_targets"] >= 2
+    assert tab["distinct_answers"] == 1.0 and tab["distinct_answers_per_seed"] == [1, 1]  # one point for every page
+    assert distinct["sft_grpo"]["click-dialog"]["distinct_answers"] > 1
+    assert distinct["sft_grpo_blind"]["click-dialog"]["distinct_answers"] == 1.0  # white pages: one answer
+    assert sum(t["rows"] for t in distinct["sft"].values()) == blind_check["n_pages"]
+
+
+def test_the_blind_check_in_the_result_summary_and_tables(blind_check):
+    st = blind_check["stats"]
+    result = {"seeds": [0, 1], "n_heldout": blind_check["n_pages"], "stats": st, **report.blind_summary(st)}
+    for arm in report.ARMS:
+        result[arm] = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5, 0.5]} for m in report.METRICS}
+    summary = report.arm_results(result)
+    assert set(summary) == {*report.ARMS, "looks"}
+    assert set(summary["looks"]["sft_grpo"]) == {"mean", "ci95", "per_seed"}
+    assert summary["looks"]["sft_grpo"]["ci95"] == st["looks"]["sft_grpo"]["ci95"]
+    assert result["distinct_answers"]["sft"]["click-tab"]["distinct_answers"] == 1.0
+    table = report.miniature_table(result)
+    assert "click accuracy, white screens % [95 % CI]" in table and "looks: seeing − white, points" in table
+    sft_grpo = next(line for line in table.splitlines() if line.startswith("| sft_grpo |"))
+    assert f"| {100 * st['looks']['sft_grpo']['mean']:+.1f} [" in sft_grpo
+    blind_table = report.blind_task_table(result)
+    assert blind_table.splitlines()[0].startswith("| task | click rows | distinct targets | random: seeing %")
+    assert "| click-tab | 15 |" in blind_table and " (1) |" in blind_table
+    assert "blind" not in report.per_task_table(result).splitlines()[0]  # the seeing arms only
+    assert report.blind_task_table({"stats": {}}) == "(no blind check in this run)"
+    # combine_seeds puts each arm's blind score beside its figures
+    per_seed = {s: {"metrics": {a: {m: 0.5 for m in report.METRICS} for a in (*report.ARMS, report.WARM)},
+                    "blind_metrics": {a: {m: 0.25 for m in report.METRICS} for a in (*report.ARMS, report.WARM)},
+                    "per_task": {a: {} for a in (*report.ARMS, report.WARM)}, "n_eval": 1, "compute": {}, "runs": {},
+                    "models": {}, "predictions": blind_check["predictions"][str(s)], "seconds": {"x": 1.0},
+                    "skipped": []} for s in (0, 1)}
+    combined = report.combine_seeds(per_seed)
+    assert combined["sft"]["blind"] == {"click_accuracy": {"mean": 0.25, "std": 0.0, "per_seed": [0.25, 0.25]}}
+    assert combined["warm_start"]["blind"]["click_accuracy"]["mean"] == 0.25  # the reference row's too
+    del per_seed[1]["blind_metrics"]["sft"]
+    assert "blind" not in report.combine_seeds(per_seed)["sft"]  # not scored blind on every seed: no figure

@@ -34,6 +34,11 @@ Design (the README's miniature section has the figures):
   paired gain per seed, McNemar's exact test per seed, per-task accuracy with row counts, and
   closed-loop success with its interval (`online_episodes`). The std over seeds is the spread of
   each arm's level, which both arms share; the interval of the gain is what the comparison rests on.
+- The blind check (`blind`, a standard stage `<arm>_blind_eval` for every scored arm): the same rows
+  and settings with every screenshot white. `looks` is an arm's click accuracy minus its blind score,
+  paired on rows with the gain's bootstrap; `distinct_answers` counts, per task, the distinct points
+  an arm answers against the distinct targets. An arm that scores as well blind answers from the
+  instruction and the task's usual layout, not from the screen.
 
 Reproducible to the digit: every stage runs on `threads` torch threads (1 by default) with
 deterministic algorithms (`parallel.pinned_threads`), so a seed's figures depend on its seed and the
@@ -42,10 +47,10 @@ a process each (`workers`, default one per core). Under `fair="seconds"` the SFT
 measured seconds are kept (`seed<N>/sft_budget.json`) and reused by a rerun.
 
 Everything lands under `out_dir`: `data/` (the filtered files, made once), `seed<N>/<arm>_train/`
-(models, `metrics.jsonl`), `seed<N>/<arm>_eval/` (predictions) and, with `online_episodes`,
-`seed<N>/<arm>_online/` (episodes in the live page), each with `stage.json` when the stage finished
-(`stages`), and `miniature.json`. A rerun skips every stage whose `stage.json` exists; an interrupted
-training stage starts over.
+(models, `metrics.jsonl`), `seed<N>/<arm>_eval/` and `seed<N>/<arm>_blind_eval/` (predictions) and,
+with `online_episodes`, `seed<N>/<arm>_online/` (episodes in the live page), each with `stage.json`
+when the stage finished (`stages`), and `miniature.json`. A rerun skips every stage whose `stage.json`
+exists; an interrupted training stage starts over.
 
     python -m gui_r1_lite.miniature --out runs/miniature [--seeds 0,1,2] [--validate] [--workers 2]
     python -m gui_r1_lite.miniature --study runs/study     # the full study (`study`), or: make study
@@ -58,6 +63,7 @@ from .report import (
     WARM,
     aggregate,
     arm_results,
+    blind_task_table,
     compute_table,
     miniature_table,
     online_task_table,
@@ -84,7 +90,8 @@ from .sweep import run_sweep
 __all__ = [
     "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
     "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED", "VALIDATION_RUNS",
-    "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "compute_table",
+    "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "blind_task_table",
+    "compute_table",
     "miniature_table", "online_task_table",
     "per_task_click_accuracy", "prepare_data", "prepared_data", "run_miniature", "run_seed", "run_study", "run_sweep",
     "seed_of", "select_rows", "stage_names", "task_mix", "task_of",

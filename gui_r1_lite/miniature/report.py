@@ -31,6 +31,14 @@ WARM_RESULT, WARM_LABEL = "warm_start", "warm start (reference)"
 GAIN_ARM, GAIN_VS = "sft_grpo", "sft"
 #: Click accuracy on every row with a click target, and on those of them whose answer parsed.
 CLICK_KEYS = ("click_accuracy", "click_accuracy_parsed")
+#: The blind check: each scored arm is scored again with every screenshot white (`<arm>_blind_eval`
+#: stages, `<arm>_blind` in a result's "predictions"); its `looks` is its click accuracy minus that.
+BLIND_SUFFIX = "_blind"
+
+
+def blind_arm(arm: str) -> str:
+    """The name an arm's blind scoring goes by in a result's "predictions" (`sft` -> `sft_blind`)."""
+    return f"{arm}{BLIND_SUFFIX}"
 
 
 def aggregate(values: Sequence[float]) -> dict[str, Any]:
@@ -63,6 +71,10 @@ def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
         "per_task_click_accuracy": per_task,
         "n_heldout": per_seed[seeds[0]]["n_eval"],
     })
+    for arm, figures in [(a, result[a]) for a in ARMS] + [(WARM, result["warm_start"])]:
+        blind = [(per_seed[s].get("blind_metrics") or {}).get(arm) for s in seeds]
+        if all(blind):
+            figures["blind"] = {"click_accuracy": aggregate([b["click_accuracy"] for b in blind])}
     for key in ("compute", "runs", "models", "predictions", "seconds"):
         result[key] = {str(s): per_seed[s][key] for s in seeds}
     if any(per_seed[s].get("online") for s in seeds):
@@ -72,14 +84,37 @@ def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
     result["skipped_stages"] = {str(s): per_seed[s]["skipped"] for s in seeds}
     result["stats"] = study_statistics(result["predictions"], result.get("online"),
                                        online_runs=result.get("online_runs"))
+    result.update(blind_summary(result["stats"]))
     return result
+
+
+def _lean(value: Mapping) -> dict:
+    """An interval's mean, bounds and per-seed values (what summaries keep of it)."""
+    return {k: value[k] for k in ("mean", "ci95", "per_seed")}
+
+
+def blind_summary(st: Mapping) -> dict:
+    """What a result keeps of the blind check (`study_statistics`' "looks" and "distinct"): `looks`,
+    `{arm: {"mean", "ci95", "per_seed"}}`, each arm's click accuracy minus its blind score, paired on
+    rows; `distinct_answers`, `{arm: {task: stats.distinct_answers' figures}}`. Empty without blind stages."""
+    out: dict[str, Any] = {}
+    if st.get("looks"):
+        out["looks"] = {a: _lean(v) for a, v in st["looks"].items()}
+    if st.get("distinct"):
+        out["distinct_answers"] = st["distinct"]
+    return out
+
+
+def read_predictions(eval_folder: str | os.PathLike) -> list[dict]:
+    """The prediction records of an evaluation folder's predictions file."""
+    from ..evaluate import PREDICTIONS, read_records
+
+    return read_records(Path(eval_folder) / PREDICTIONS)
 
 
 def read_click_rows(eval_folder: str | os.PathLike) -> list[stats.ClickRow]:
     """The click rows (`stats.click_rows`) of an evaluation folder's predictions file."""
-    from ..evaluate import PREDICTIONS, read_records
-
-    return stats.click_rows(read_records(Path(eval_folder) / PREDICTIONS))
+    return stats.click_rows(read_predictions(eval_folder))
 
 
 def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mapping[Any, Mapping] | None = None,
@@ -101,15 +136,20 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
         `vs`, `arm`, `seeds`, `n_boot`; `gain`: `{"click_accuracy"|"click_accuracy_parsed": {"mean",
         "ci95", "per_seed"}}`; `mcnemar`: each seed's exact test of `vs` against `arm` (`stats.mcnemar`);
         `arms`: every scored arm's click accuracy on all and on parsed rows with intervals, its click
-        rows per seed and the share of them that parsed; `per_task`: per arm, `stats.per_task`; and,
+        rows per seed and the share of them that parsed; `per_task`: per arm, `stats.per_task`; with
+        blind scorings (`<arm>_blind` folders; they count as arms above too) `looks`: `{arm: each
+        arm's click accuracy minus its blind score, paired on rows (`stats.bootstrap_gain`)}` and
+        `distinct`: `{arm: stats.distinct_answers}` for every scored arm, blind ones included; and,
         with `online`, `online`: `{arm: {"success": {"mean", "ci95", "per_seed", "episodes"}}}`; with
         `online_runs` too, `online_gain`: `arm`'s closed-loop success minus `vs`'s, paired on the
         episodes both played (`stats.bootstrap_gain` over `stats.episode_rows`).
     """
     seeds = sorted(int(s) for s in predictions)
     folders = {int(s): f for s, f in predictions.items()}
-    scored = [a for a in (*ARMS, WARM) if all(a in folders[s] for s in seeds)]
-    rows = {a: {s: read_click_rows(folders[s][a]) for s in seeds} for a in scored}
+    seeing = (*ARMS, WARM)
+    scored = [a for a in (*seeing, *map(blind_arm, seeing)) if all(a in folders[s] for s in seeds)]
+    records = {a: {s: read_predictions(folders[s][a]) for s in seeds} for a in scored}
+    rows = {a: {s: stats.click_rows(records[a][s]) for s in seeds} for a in scored}
     out: dict[str, Any] = {"vs": vs, "arm": arm, "seeds": seeds, "n_boot": n_boot}
     if vs in rows and arm in rows:
         out["gain"] = {key: stats.bootstrap_gain(rows[vs], rows[arm], key.endswith("_parsed"), n_boot, seed)
@@ -117,6 +157,10 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
         out["mcnemar"] = {str(s): stats.mcnemar(rows[vs][s], rows[arm][s]) for s in seeds}
     out["arms"] = {a: _arm_statistics(rows[a], n_boot, seed) for a in scored}
     out["per_task"] = {a: stats.per_task(rows[a]) for a in scored}
+    looked = [a for a in seeing if a in rows and blind_arm(a) in rows]
+    if looked:
+        out["looks"] = {a: stats.bootstrap_gain(rows[blind_arm(a)], rows[a], False, n_boot, seed) for a in looked}
+        out["distinct"] = {a: stats.distinct_answers(records[a]) for a in scored}
     if online:
         out["online"] = online_statistics(online, n_boot, seed)
         if online_runs and all(a in (online_runs.get(s) or {}) and a in (online.get(s) or {})
@@ -176,9 +220,14 @@ def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int =
 
 
 def arm_results(result: dict) -> dict:
-    """The arms' metrics alone (`{"random"|"sft"|"sft_grpo": {metric: {"mean", "std", "per_seed"}}}`),
-    as `summary.json` reports them under "miniature"."""
-    return {arm: result[arm] for arm in ARMS}
+    """The arms' metrics (`{"random"|"sft"|"sft_grpo": {metric: {"mean", "std", "per_seed"}}}`, each
+    with its blind score, `"blind": {"click_accuracy": {"mean", "std", "per_seed"}}`, when the run
+    scored it) and, with blind scorings, `"looks": {arm: {"mean", "ci95", "per_seed"}}` (click
+    accuracy minus the blind score, paired on rows), as `summary.json` reports them under "miniature"."""
+    out = {arm: result[arm] for arm in ARMS}
+    if result.get("looks"):
+        out["looks"] = result["looks"]
+    return out
 
 
 def _pct(v: float | None, signed: bool = False) -> str:
@@ -196,12 +245,16 @@ def _with_interval(value: Mapping | None, signed: bool = False) -> str:
 def miniature_table(result: dict) -> str:
     """A Markdown table of `run_miniature`'s result, one row per arm: format rate, click accuracy on
     all rows and on parsed rows with their 95 % intervals, strict step success and, when the run
-    went online, closed-loop success; then the gain of SFT → GRPO over SFT with its interval, each
-    seed's paired difference and McNemar test, and what the figures are over."""
+    went online, closed-loop success; with the blind check, each arm's click accuracy on white
+    screens and how much it `looks` (click accuracy minus that, paired on rows); then the gain of
+    SFT → GRPO over SFT with its interval, each seed's paired difference and McNemar test, and what
+    the figures are over."""
     st = result.get("stats") or {}
-    arms, online = st.get("arms") or {}, st.get("online") or {}
+    arms, online, looks = st.get("arms") or {}, st.get("online") or {}, st.get("looks") or {}
     heads = ["arm", "format rate %", "click accuracy % [95 % CI]", "click accuracy on parsed rows % [95 % CI]",
-             "strict step success %"] + (["online success % [95 % CI]"] if online else [])
+             "strict step success %"] + (["click accuracy, white screens % [95 % CI]",
+                                          "looks: seeing − white, points [95 % CI]"] if looks else []) \
+        + (["online success % [95 % CI]"] if online else [])
     lines = [f"| {' | '.join(heads)} |", "|---|" + "---:|" * (len(heads) - 1)]
     # the warm start both trained arms begin from, as a reference row when the run scored it
     rows = [(arm, arm, result[arm]) for arm in ARMS[:1]]
@@ -213,6 +266,9 @@ def miniature_table(result: dict) -> str:
                  _with_interval(click.get("click_accuracy") or figures["click_accuracy"]),
                  _with_interval(click.get("click_accuracy_parsed")),
                  _pct(figures["strict_step_success"]["mean"])]
+        if looks:
+            cells += [_with_interval((arms.get(blind_arm(arm)) or {}).get("click_accuracy")),
+                      _with_interval(looks.get(arm), True)]
         cells += [_with_interval((online.get(arm) or {}).get("success"))] if online else []
         lines.append(f"| {label} | {' | '.join(cells)} |")
     return "\n".join(lines + [""] + _gain_lines(st) + [_table_note(result, st)])
@@ -262,7 +318,7 @@ def per_task_table(result: dict) -> str:
     per_task = (result.get("stats") or {}).get("per_task")
     if not per_task:
         return "(no per-task statistics: the run's predictions were not read)"
-    arms = list(per_task)
+    arms = [a for a in per_task if not a.endswith(BLIND_SUFFIX)]  # the blind scorings: `blind_task_table`
     tasks = sorted({t for a in arms for t in per_task[a]})
     lines = [f"| task | click rows | episodes | {' | '.join(f'{a} %' for a in arms)} |",
              "|---|" + "---:|" * (2 + len(arms))]
@@ -270,6 +326,29 @@ def per_task_table(result: dict) -> str:
         first = next(per_task[a][t] for a in arms if t in per_task[a])
         cells = [_pct((per_task[a].get(t) or {}).get("accuracy")) for a in arms]
         lines.append(f"| {t} | {first['rows']} | {first['episodes']} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def blind_task_table(result: dict) -> str:
+    """A Markdown table of the blind check per task: the task's held-out click rows and distinct
+    target boxes, then for every scored arm its click accuracy seeing and on white screens (mean
+    over seeds, %) and how many distinct points it answers (mean over seeds): one answer for many
+    targets is a positional prior, not grounding."""
+    st = result.get("stats") or {}
+    per_task, distinct = st.get("per_task") or {}, st.get("distinct") or {}
+    arms = [a for a in (ARMS[0], WARM, *ARMS[1:]) if a in distinct and blind_arm(a) in per_task]
+    if not arms:
+        return "(no blind check in this run)"
+    tasks = sorted({t for a in arms for t in distinct[a]})
+    lines = [f"| task | click rows | distinct targets | "
+             f"{' | '.join(f'{a}: seeing % / white % (distinct answers)' for a in arms)} |",
+             "|---|" + "---:|" * (2 + len(arms))]
+    for t in tasks:
+        first = next(distinct[a][t] for a in arms if t in distinct[a])
+        cells = [f"{_pct((per_task[a].get(t) or {}).get('accuracy'))} / "
+                 f"{_pct((per_task[blind_arm(a)].get(t) or {}).get('accuracy'))} "
+                 f"({round((distinct[a].get(t) or {}).get('distinct_answers', 0), 1):g})" for a in arms]
+        lines.append(f"| {t} | {first['rows']} | {first['distinct_targets']} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import RunFailed, UsageError
 from ..runio import read_json, write_json_atomic
 from .parallel import default_workers, pinned_threads, run_parallel
-from .report import WARM, aggregate, combine_seeds
+from .report import WARM, aggregate, blind_arm, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
 from .splits import prepared_data
 from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_stage, seed_folder, train_stage
@@ -30,13 +30,17 @@ SFT_BUDGET_FILE = "sft_budget.json"
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
 _COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "train_cpu_seconds", "seconds", "budget")
-#: Offline stages of one seed: the random baseline's evaluation, and a training and an evaluation per trained arm.
-STAGES_PER_SEED = 1 + 2 * len(TRAINED)
+#: The arms scored on the held-out rows, each also blind (`<arm>_blind_eval`: every screenshot white).
+SCORED: tuple[str, ...] = ("random", "sft", "sft_grpo", WARM)
+#: Offline stages of one seed: the random baseline's evaluation, a training and an evaluation per
+#: trained arm, and a blind evaluation per scored arm.
+STAGES_PER_SEED = 1 + 2 * len(TRAINED) + len(SCORED)
 
 
 def stage_names(settings: MiniatureSettings) -> list[str]:
     """A seed's stages in the order they run: offline, then `<arm>_online` when episodes are asked for."""
-    names = ["random_eval", "warm_train", "sft_grpo_train", "sft_train", "sft_eval", "sft_grpo_eval", "warm_eval"]
+    names = ["random_eval", "random_blind_eval", "warm_train", "sft_grpo_train", "sft_train", "sft_eval",
+             "sft_blind_eval", "sft_grpo_eval", "sft_grpo_blind_eval", "warm_eval", "warm_blind_eval"]
     return names + ([f"{arm}_online" for arm in settings.online_arms] if settings.online_episodes else [])
 
 
@@ -86,15 +90,17 @@ class SeedRun:
             s, folder, method=method, start=start, train_file=self.data["train"], steps=steps, lr=lr,
             seed=self.seed, scheduler=scheduler, callbacks=callbacks), announce, fresh=True, record=record)
 
-    def evaluate(self, arm: str) -> dict:
-        name, limit = f"{arm}_eval", self.settings.eval_limit
+    def evaluate(self, arm: str, blind: bool = False) -> dict:
+        """Score `arm` on the held-out rows (`stages.evaluate_stage`); `blind`: with every screenshot
+        white, the same rows and settings, into `<arm>_blind_eval`."""
+        name, limit = f"{blind_arm(arm) if blind else arm}_eval", self.settings.eval_limit
         folder = self.folder / name
         policy = self.seed if arm == "random" else policy_of(self.settings, self.stages[f"{arm}_train"])
         rows = self.data.get("n_heldout")
         announce = self.announce(name, steps=min(rows, limit) if rows and limit else rows,
                                  count_lines=str(folder / "predictions.jsonl"))
         return self._run(name, lambda: evaluate_stage(
-            self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}"), announce)
+            self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}", blind), announce)
 
     def play(self, arm: str) -> dict:
         """`arm`'s closed-loop episodes in the live page (`stages.online_stage`)."""
@@ -142,6 +148,7 @@ class SeedRun:
         with pinned_threads(s.threads) as runtime:
             self.runtime = runtime
             self.evaluate("random")
+            self.evaluate("random", blind=True)
             warm = self.train(WARM, "sft", steps=s.warm_steps, lr=s.sft_lr, scheduler=s.warm_scheduler)
             start = policy_of(s, warm)  # both arms start from the warm start
             self.train("sft_grpo", "grpo", steps=s.grpo_steps, lr=s.grpo_lr, scheduler=s.extra_scheduler,
@@ -151,22 +158,27 @@ class SeedRun:
                        start=start, record={"budget": budget})
             for arm in ("sft", "sft_grpo", WARM):
                 self.evaluate(arm)
+                self.evaluate(arm, blind=True)
             if s.online_episodes:
                 for arm in s.online_arms:
                     self.play(arm)
         return self.summary()
 
     def summary(self) -> dict:
-        """Per-arm metrics, per-task click accuracy, compute and seconds, online results, and where
-        each arm's training run, model and predictions are."""
-        st, scored = self.stages, ("random", "sft", "sft_grpo", WARM)
+        """Per-arm metrics (seeing, and blind where the blind stage ran), per-task click accuracy,
+        compute and seconds, online results, and where each arm's training run, model and
+        predictions (`<arm>_blind`: the blind ones) are."""
+        st, scored = self.stages, SCORED
+        blind = [a for a in scored if f"{blind_arm(a)}_eval" in st]
         seconds = {"random": st["random_eval"]["seconds"], WARM: st["warm_train"]["seconds"],
                    **{a: st[f"{a}_train"]["seconds"] + st[f"{a}_eval"]["seconds"] for a in ("sft", "sft_grpo")},
                    "warm_eval": st["warm_eval"]["seconds"]}
         online = {name.removesuffix("_online"): {k: v for k, v in rec.items() if k != "skipped"}
                   for name, rec in st.items() if name.endswith("_online")}
         seconds.update({f"{a}_online": online[a]["seconds"] for a in online})
+        seconds.update({f"{blind_arm(a)}_eval": st[f"{blind_arm(a)}_eval"]["seconds"] for a in blind})
         return {"metrics": {a: st[f"{a}_eval"]["metrics"] for a in scored},
+                "blind_metrics": {a: st[f"{blind_arm(a)}_eval"]["metrics"] for a in blind},
                 "per_task": {a: st[f"{a}_eval"]["per_task_click_accuracy"] for a in scored},
                 "n_eval": st["sft_eval"]["n"],
                 "compute": {a: {k: st[f"{a}_train"].get(k) for k in _COMPUTE
@@ -177,7 +189,8 @@ class SeedRun:
                 "threads": self.runtime.get("threads"),
                 "runs": {a: str(self.folder / f"{a}_train") for a in TRAINED},
                 "models": {a: policy_of(self.settings, st[f"{a}_train"]) for a in TRAINED},
-                "predictions": {a: str(self.folder / f"{a}_eval") for a in scored},
+                "predictions": {**{a: str(self.folder / f"{a}_eval") for a in scored},
+                                **{blind_arm(a): str(self.folder / f"{blind_arm(a)}_eval") for a in blind}},
                 "online_runs": {a: str(self.folder / f"{a}_online") for a in online},
                 "skipped": sorted(k for k, v in st.items() if v.get("skipped"))}
 
@@ -298,7 +311,9 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
         `{"random"|"sft"|"sft_grpo": {"format_rate"|"click_accuracy"|"strict_step_success":
         {"mean", "std", "per_seed"}}}` plus `seeds`, `warm_start`, `per_task_click_accuracy`,
         `data`, `n_heldout`, `compute`, `runs`, `models`, `predictions`, `seconds`, `settings`,
-        `workers`, `threads`, `skipped_stages`, `stats` (`report.study_statistics`) and, with online
+        `workers`, `threads`, `skipped_stages`, `stats` (`report.study_statistics`), the blind check
+        (each arm's `"blind": {"click_accuracy": ...}`, `looks` and `distinct_answers`,
+        `report.blind_summary`) and, with online
         stages, `online` (`{seed: {arm: result}}`) and `online_success` (`{arm: {"mean", "std",
         "per_seed"}}`).
     """

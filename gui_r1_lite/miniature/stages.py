@@ -180,9 +180,10 @@ def per_task_click_accuracy(records: Sequence[dict]) -> dict[str, float | None]:
 
 
 def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
-                   policy: tuple[str, str | None] | int, name: str) -> dict:
+                   policy: tuple[str, str | None] | int, name: str, blind: bool = False) -> dict:
     """Score `policy` on the `heldout` file into `folder`: a trained stage's `(model, adapter)`
-    (named `name` in the records) or, as an int, the random baseline with that seed."""
+    (named `name` in the records) or, as an int, the random baseline with that seed; `blind`: the
+    same rows with every screenshot white (the blind check, `evaluate(blind=True)`)."""
     from ..evaluate import PREDICTIONS, ModelCompleter, RandomBaseline, evaluate, read_records
 
     if isinstance(policy, int):
@@ -196,7 +197,7 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
                                                device="cpu"), name)
     summary = evaluate(heldout, completer, folder, batch_size=settings.eval_batch_size,
                        max_new_tokens=settings.max_new_tokens, min_pixels=settings.min_pixels,
-                       max_pixels=settings.max_pixels, limit=settings.eval_limit, progress=False,
+                       max_pixels=settings.max_pixels, limit=settings.eval_limit, progress=False, blind=blind,
                        overwrite=True)  # the stage's own folder: a partial scoring of another model restarts
     records = read_records(folder / PREDICTIONS)
     return {"metrics": arm_metrics(summary, records), "n": len(records),

@@ -117,6 +117,45 @@ def per_task(rows_by_seed: Mapping[int, Sequence[ClickRow]]) -> dict[str, dict]:
     return out
 
 
+def _point(value: Sequence[float] | None) -> tuple[float, ...] | None:
+    """A point or box as a key (rounded to 0.1 px: the same answer on pages of one size is one key)."""
+    return None if not value else tuple(round(float(v), 1) for v in value)
+
+
+def distinct_answers(records_by_seed: Mapping[int, Iterable[Mapping]]) -> dict[str, dict]:
+    """Per task, how many different places an arm clicks against how many different targets: a
+    policy that answers one point for every page of a task is not reading the page, whatever its
+    accuracy. Over the click rows (`click_rows`) of each seed's prediction records:
+
+    `{task: {"rows", "distinct_targets", "distinct_answers", "distinct_answers_per_seed", "no_point"}}`,
+    where `rows` and `distinct_targets` count the task's distinct rows and target boxes, each seed's
+    distinct answers count the distinct predicted points (an answer without a point is not one),
+    `distinct_answers` is their mean over seeds and `no_point` the rows answered without a point,
+    summed over seeds.
+
+    Example:
+    >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
+    ...        "pred_coord": [5, 5], "parse_error": None}
+    >>> other = {**rec, "id": "miniwob/click-tab/seed1001/step0", "gt_bbox": [20, 0, 30, 10]}
+    >>> distinct_answers({0: [rec, other]})["click-tab"]
+    {'rows': 2, 'distinct_targets': 2, 'distinct_answers': 1.0, 'distinct_answers_per_seed': [1], 'no_point': 0}
+    """
+    by_task: dict[str, dict[int, list[Mapping]]] = {}
+    for seed, records in records_by_seed.items():
+        for r in records:
+            if grounding_hit(r) is not None:
+                by_task.setdefault(task_of(r["id"]), {}).setdefault(seed, []).append(r)
+    out = {}
+    for task in sorted(by_task):
+        mine = by_task[task]
+        targets = {r["id"]: _point(r["gt_bbox"]) for recs in mine.values() for r in recs}
+        answers = [len({_point(r.get("pred_coord")) for r in mine.get(s, [])} - {None}) for s in records_by_seed]
+        out[task] = {"rows": len(targets), "distinct_targets": len(set(targets.values())),
+                     "distinct_answers": sum(answers) / len(answers), "distinct_answers_per_seed": answers,
+                     "no_point": sum(1 for recs in mine.values() for r in recs if not r.get("pred_coord"))}
+    return out
+
+
 def paired(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> tuple[list[ClickRow], list[ClickRow]]:
     """The rows of `a` and of `b` that share an id, in `a`'s order (two arms scored on the same rows)."""
     by_id = {r.id: r for r in b}

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..runio import read_json, write_json_atomic, write_text_atomic
-from .report import compute_table, miniature_table, online_task_table, per_task_table, restated
+from .report import blind_task_table, compute_table, miniature_table, online_task_table, per_task_table, restated
 from .runner import RESULT_FILE, run_miniature
 from .settings import SECONDS_CHOSEN
 from .stages import STAGE_FILE
@@ -28,8 +28,9 @@ STUDY_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
 STUDY_ONLINE_EPISODES = 5
 #: Stages of a seed that neither `fair` nor the SFT arm's settings change: the seconds-matched part
 #: takes them from the visits-matched one instead of training them again.
-SHARED_STAGES: tuple[str, ...] = ("random_eval", "warm_train", "warm_eval", "sft_grpo_train", "sft_grpo_eval",
-                                  "random_online", "warm_online", "sft_grpo_online")
+SHARED_STAGES: tuple[str, ...] = ("random_eval", "random_blind_eval", "warm_train", "warm_eval", "warm_blind_eval",
+                                  "sft_grpo_train", "sft_grpo_eval", "sft_grpo_blind_eval", "random_online",
+                                  "warm_online", "sft_grpo_online")
 
 
 def _link_or_copy(src: str, dst: str) -> None:
@@ -106,8 +107,10 @@ def part_tables(part: dict, result_path: str | os.PathLike) -> str:
     result = restated(read_json(path), path.parent)
     online = ["Closed-loop success per task (episodes of every seed together):",
               online_task_table(result)] if result.get("online") else []
+    blind = ["The blind check per task (every screenshot white; distinct answers: mean over seeds):",
+             blind_task_table(result)] if (result.get("stats") or {}).get("looks") else []
     return "\n\n".join([miniature_table(result), "Click accuracy per task (mean over seeds):",
-                        per_task_table(result), *online,
+                        per_task_table(result), *blind, *online,
                         "Compute of each training stage, a seed (mean over seeds (range)):", compute_table(result)])
 
 
