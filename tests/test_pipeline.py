@@ -40,7 +40,10 @@ def check_summary(run) -> None:
     assert training["experiment"] == "miniature" and training["global_step"] > 0
     assert {"reward", "loss"} <= set(training["start"]) and {"reward", "loss"} <= set(training["end"])
     mini = summary["miniature"]
-    assert set(mini) == set(miniature.ARMS)
+    assert set(mini) == {*miniature.ARMS, "looks"}
+    for arm, looks in mini["looks"].items():  # click accuracy minus the blind score, with its interval
+        assert -1.0 <= looks["ci95"][0] <= looks["mean"] <= looks["ci95"][1] <= 1.0, (arm, looks)
+        assert len(mini.get(arm, {}).get("blind", {}).get("click_accuracy", {}).get("per_seed", [0, 0])) == 2
     for arm in miniature.ARMS:
         for metric in miniature.METRICS:
             v = mini[arm][metric]
