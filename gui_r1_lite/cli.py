@@ -11,7 +11,6 @@ from .errors import DEBUG_ENV, run_cli
 
 COMMANDS = {
     "pipeline": "gui_r1_lite.pipeline",
-    "capture": "gui_r1_lite.capture.__main__",
     "train": "gui_r1_lite.train",
     "evaluate": "gui_r1_lite.evaluate_cli",
     "online": "gui_r1_lite.online.__main__",

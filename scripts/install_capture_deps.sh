@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what `python -m gui_r1_lite.capture` and the browser/desktop tests in
+# Installs what `python -m capture` and the browser/desktop tests in
 # tests/test_capture.py need: Debian's Chromium, Xvfb, Mousepad, AT-SPI, xdotool, the Python docs,
 # fonts, and the pinned Python packages. Safe to run again (installs only what is missing).
 #

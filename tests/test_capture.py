@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from capture import PLATFORMS, TEST_COLUMNS, TRAIN_COLUMNS, check_file
+from capture.common import NO_BOX, Shot, Step, history_text
 from gui_r1_lite.actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS
-from gui_r1_lite.capture import PLATFORMS, TEST_COLUMNS, TRAIN_COLUMNS, check_file
-from gui_r1_lite.capture.common import NO_BOX, Shot, Step, history_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "data_samples"
@@ -54,7 +54,7 @@ def image_size(data: bytes, _cache: dict = {}) -> tuple[int, int]:  # noqa: B006
 
 @pytest.mark.parametrize("path", _files("train") + _files("test"), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_file_exists_and_has_exact_schema(path):
-    assert path.exists(), f"{path} is missing; regenerate with `python -m gui_r1_lite.capture`"
+    assert path.exists(), f"{path} is missing; regenerate with `python -m capture`"
     schema = pq.read_schema(path)
     columns = TRAIN_COLUMNS if path.parent.name == "train" else TEST_COLUMNS
     assert tuple(schema.names) == columns
@@ -151,7 +151,7 @@ def test_image_resolutions():
 
 
 def _seeds(path: Path) -> set[int]:
-    from gui_r1_lite.capture.miniwob import seed_of
+    from capture.miniwob import seed_of
 
     return {seed_of(r["id"]) for r in rows(path)}
 
@@ -195,7 +195,7 @@ def test_history_text():
 
 
 def test_check_file_names_each_bad_row(tmp_path):
-    from gui_r1_lite.capture.common import train_row, write_rows
+    from capture.common import train_row, write_rows
 
     good = train_row(Step(id="web/x/click0", platform="web", split="train", instruction="Click on 'A'",
                           task_type="low", action="click", shot=_shot(), box=(10, 5, 90, 20)))
@@ -215,7 +215,7 @@ def test_check_file_names_each_bad_row(tmp_path):
 
 
 def test_step_validates_and_rows_convert(tmp_path):
-    from gui_r1_lite.capture.common import benchmark_row, train_row, write_steps
+    from capture.common import benchmark_row, train_row, write_steps
 
     s = Step(id="web/x/click0", platform="web", split="train", instruction="Click on 'A'", task_type="low",
              action="click", shot=_shot(), box=(10, 5, 130, 20))
@@ -236,22 +236,43 @@ def test_step_validates_and_rows_convert(tmp_path):
 
 
 def test_cli_seed_parsing():
-    from gui_r1_lite.capture.__main__ import parse_seeds
+    from capture.__main__ import parse_seeds
 
     assert parse_seeds("0-3,10") == [0, 1, 2, 3, 10]
 
 
 def test_missing_dependency_message(monkeypatch):
-    from gui_r1_lite.capture.common import CaptureDependencyError, require_executable
+    from capture.common import CaptureDependencyError, require_executable
 
     with pytest.raises(CaptureDependencyError, match="apt-get install -y chromium"):
         require_executable("/nonexistent/chromium", "chromium", "Chromium")
 
 
 def test_package_imports_without_browser_modules():
-    code = ("import sys; import gui_r1_lite.capture, gui_r1_lite.capture.miniwob, gui_r1_lite.capture.web, "
-            "gui_r1_lite.capture.desktop; assert 'playwright' not in sys.modules, sorted(sys.modules)")
+    code = ("import sys; import capture, capture.miniwob, capture.web, "
+            "capture.desktop; assert 'playwright' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_capture_lives_beside_the_package():
+    """capture/ only made data_samples/: it imports the package, the package never imports it (not
+    even inside a function), the wheel's package list leaves it out, and its command runs from the root."""
+    import ast
+
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    importers = []
+    for path in sorted((ROOT / "gui_r1_lite").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            importers += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "capture"]
+    assert importers == []
+    shipped = read_configuration(ROOT / "pyproject.toml")["tool"]["setuptools"]["packages"]  # find, expanded
+    assert "gui_r1_lite.online" in shipped and not [p for p in shipped if p.split(".")[0] == "capture"]
+    assert not (ROOT / "gui_r1_lite" / "capture").exists()
+    help_text = subprocess.run([sys.executable, "-m", "capture", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert help_text.returncode == 0 and "python -m capture" in help_text.stdout
 
 
 # --- live captures (optional extras) --------------------------------------------------------------
@@ -269,7 +290,7 @@ def _have_browser() -> bool:
 @pytest.mark.browser
 @pytest.mark.skipif(not _have_browser(), reason="needs /usr/bin/chromium, playwright and miniwob")
 def test_miniwob_capture_regenerates_and_solves(tmp_path):
-    from gui_r1_lite.capture import miniwob
+    from capture import miniwob
 
     tasks = ["click-button", "click-tab", "enter-text"]
     report = miniwob.write(tmp_path, tasks=tasks, train_seeds=[0, 1], test_seeds=[1000])
@@ -292,8 +313,8 @@ def test_miniwob_capture_regenerates_and_solves(tmp_path):
 @pytest.mark.skipif(not _have_browser(), reason="needs /usr/bin/chromium, playwright and miniwob")
 def test_miniwob_wrong_click_is_not_rewarded():
     """The page's reward is a real check: clicking a tab other than the asked one fails."""
-    from gui_r1_lite.capture import miniwob
-    from gui_r1_lite.capture.browser import chromium
+    from capture import miniwob
+    from capture.browser import chromium
 
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 400, "height": 300})
@@ -309,7 +330,7 @@ def test_miniwob_wrong_click_is_not_rewarded():
 
 def _have_desktop() -> bool:
     try:
-        from gui_r1_lite.capture.desktop import check_dependencies
+        from capture.desktop import check_dependencies
 
         check_dependencies()
     except Exception:  # noqa: BLE001
@@ -320,8 +341,8 @@ def _have_desktop() -> bool:
 @pytest.mark.desktop
 @pytest.mark.skipif(not _have_desktop(), reason="needs xvfb, mousepad, xdotool, at-spi2-core and python3-pyatspi")
 def test_desktop_capture_boxes_match_shipped(tmp_path):
-    from gui_r1_lite.capture import desktop
-    from gui_r1_lite.capture.common import write_steps
+    from capture import desktop
+    from capture.common import write_steps
 
     def menus_only(s):
         rec = desktop.Recorder(s, "main", "train")
@@ -344,8 +365,8 @@ def test_desktop_capture_boxes_match_shipped(tmp_path):
                          Path("/usr/share/doc/python3-doc/html/index.html").exists()),
                     reason="needs chromium, playwright and python3-doc")
 def test_web_low_level_capture_matches_shipped():
-    from gui_r1_lite.capture import web
-    from gui_r1_lite.capture.browser import chromium, new_page
+    from capture import web
+    from capture.browser import chromium, new_page
 
     with web.serve(web.docs_root()) as base, chromium() as browser:
         s = web.Session(new_page(browser), base, "web")

@@ -280,7 +280,7 @@ def test_seeds_of_data_samples_are_refused():
 
 
 def test_reserved_seeds_cover_every_miniwob_row_of_data_samples():
-    from gui_r1_lite.capture.miniwob import seed_of
+    from gui_r1_lite.online.miniwob import seed_of
 
     reserved = set().union(*online.RESERVED_SEEDS.values())
     for path in (ROOT / "data_samples").rglob("miniwob_*.parquet"):
@@ -300,29 +300,29 @@ def test_missing_model_folder_is_one_line_before_anything_starts(tmp_path):
 
 @needs_miniwob
 def test_missing_chromium_names_the_package(tmp_path, monkeypatch):
-    from gui_r1_lite.capture import common
-    from gui_r1_lite.capture.common import CaptureDependencyError
+    from gui_r1_lite.online import browser
+    from gui_r1_lite.online.browser import CaptureDependencyError
 
-    monkeypatch.setattr(common, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(browser, "CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "no-downloads"))
     with pytest.raises(CaptureDependencyError, match="apt-get install -y chromium"):
         online.evaluate_online("oracle", ["click-button"], 1, SEED, tmp_path)
 
 
 def test_chromium_is_debians_else_playwrights_own_download(tmp_path, monkeypatch):
-    from gui_r1_lite.capture import common
+    from gui_r1_lite.online import browser
 
-    monkeypatch.setattr(common, "CHROMIUM", "/nonexistent/chromium")
+    monkeypatch.setattr(browser, "CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))
-    assert common.find_chromium() is None
+    assert browser.find_chromium() is None
     for build in (1187, 1200, 999):  # `playwright install chromium` leaves chromium-<build>/chrome-linux*/chrome
         exe = tmp_path / f"chromium-{build}" / "chrome-linux64" / "chrome"
         exe.parent.mkdir(parents=True)
         exe.write_text("#!/bin/sh\n")
         exe.chmod(0o755)
-    assert common.find_chromium() == str(tmp_path / "chromium-1200" / "chrome-linux64" / "chrome")
-    monkeypatch.setattr(common, "CHROMIUM", "/bin/sh")  # Debian's, where there is one, comes first
-    assert common.find_chromium() == "/bin/sh"
+    assert browser.find_chromium() == str(tmp_path / "chromium-1200" / "chrome-linux64" / "chrome")
+    monkeypatch.setattr(browser, "CHROMIUM", "/bin/sh")  # Debian's, where there is one, comes first
+    assert browser.find_chromium() == "/bin/sh"
 
 
 @needs_miniwob

@@ -235,7 +235,7 @@ def online_missing() -> str | None:
     Chromium or the miniwob package missing), or None when they can."""
     import importlib.util
 
-    from ..capture.common import CaptureDependencyError, require_playwright
+    from ..online.browser import CaptureDependencyError, require_playwright
 
     for module in ("gui_r1_lite.online", "miniwob"):
         try:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 from ..actions import COMPATS
-from ..capture.common import CaptureDependencyError
 from ..errors import UsageError, run_cli
 from ..evaluate import PRESETS
+from .browser import CaptureDependencyError
 from .results import online_table
 from .run import DEFAULT_SEED_START, ONLINE_JSON, ORACLE_TASKS, evaluate_online
 

@@ -20,20 +20,23 @@ from ..actions import (
     action_space,
     parse_completion,
 )
-from ..capture.common import Shot, history_text, quote
-from ..capture.miniwob import (
+from ..data import EvalRow, Sample, model_view, to_eval_rows
+from ..evaluate import Completer, make_record
+from ..geometry import NO_POINT, point_in_box
+from ..runio import append_jsonl
+from .browser import Shot, screenshot
+from .miniwob import (
     DPR,
     TASKS,
     Expected,
     episode_state,
     expected_step,
+    history_text,
+    quote,
     start_episode,
+    step_id,
     wrap_clip,
 )
-from ..data import EvalRow, Sample, model_view, to_eval_rows
-from ..evaluate import Completer, make_record
-from ..geometry import NO_POINT, point_in_box
-from ..runio import append_jsonl
 from .results import UNPARSABLE_END
 
 #: The page's own time limit (10 s for most tasks) would end an episode while a slow policy is
@@ -182,8 +185,6 @@ def ask(completer: Completer, sample: Sample, settings: Settings) -> tuple[EvalR
 
 
 def _screenshot(page) -> Shot:
-    from ..capture.browser import screenshot
-
     return screenshot(page, clip=wrap_clip(page))
 
 
@@ -199,7 +200,7 @@ def step_sample(task: str, seed: int, k: int, instruction: str, history: Sequenc
         gt_action, gt_bbox, gt_text = "complete", no_target, NO_TEXT
     else:
         gt_action, gt_bbox, gt_text = step.action, tuple(step.box) if step.box else no_target, step.input_text
-    return Sample(id=f"miniwob/{task}/seed{seed}/step{k}", image_bytes=shot.png, image_size=(shot.width, shot.height),
+    return Sample(id=step_id(task, seed, k), image_bytes=shot.png, image_size=(shot.width, shot.height),
                   instruction=instruction, history=history_text(history), gt_action=gt_action, gt_bbox=gt_bbox,
                   gt_input_text=gt_text, task_type=kind, group="miniwob",
                   ui_type=step.ui_type if step is not None else None, platform="miniwob", space=kind,

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ..actions import check_compat
-from ..capture.miniwob import TASKS, TEST_SEEDS, TRAIN_SEEDS, html_dir, miniwob_version
 from ..data import is_hub_id
 from ..errors import UsageError
 from ..evaluate import (
@@ -33,7 +32,9 @@ from ..evaluate import (
 from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from ..runfolder import RUN_FILE, as_stored, differences, fingerprint, read_record, refuse, writable_folder
 from ..runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from .browser import chromium, require_playwright
 from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, SHOTS_DIR, STEPS_FILE, Settings, max_steps_for, run_episode
+from .miniwob import TASKS, TEST_SEEDS, TRAIN_SEEDS, html_dir, miniwob_version, new_task_page
 from .results import online_table, summarize_online
 
 #: Online episodes start here by default: far from the seeds of data_samples/.
@@ -56,7 +57,7 @@ def known_tasks() -> list[str]:
 
 def check_tasks(tasks: str | Iterable[str], oracle: bool = False) -> list[str]:
     """`tasks` (a list, or names separated by commas) checked against MiniWoB++'s; the oracle needs
-    a task with a script (`capture.miniwob.TASKS`). Raises `UsageError` naming the fix."""
+    a task with a script (`miniwob.TASKS`). Raises `UsageError` naming the fix."""
     names = [t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip()]
     if not names:
         raise UsageError(f"no task given; pass MiniWoB++ task names, e.g. {','.join(ORACLE_TASKS[:3])}")
@@ -224,8 +225,6 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
     done = finished_episodes(out)
     todo = [(t, s) for t in names for s in seeds if (t, s) not in done]
     if todo:
-        from ..capture.common import require_playwright
-
         require_playwright()  # before a model loads: a missing browser costs nothing
         if completer is None:
             completer = _load(source, adapter, min_pixels, max_pixels, name, decoding["repetition_penalty"])
@@ -275,9 +274,6 @@ def _play(completer: Completer, todo: Sequence[tuple[str, int]], settings: Setti
 def _play_here(completer: Completer, todo: Sequence[tuple[str, int]], settings: Settings, max_steps: int | None,
                progress: bool) -> None:
     from tqdm.auto import tqdm
-
-    from ..capture.browser import chromium
-    from ..capture.miniwob import new_task_page
 
     with chromium() as browser, tqdm(total=len(todo), desc=f"online {completer.name}", disable=not progress,
                                      leave=False) as bar:

@@ -1,20 +1,14 @@
-"""Debian's Chromium driven headless by Python Playwright: launching it with flags that work on
-machines without a GPU or network, taking screenshots, and reading clickable elements with their
-boxes from the page (`getBoundingClientRect`, CSS px; image px = CSS px x devicePixelRatio).
+"""Pages in Chromium for capture: desktop and phone viewports, and the clickable elements of a page
+with their boxes (`getBoundingClientRect`, CSS px; image px = CSS px x devicePixelRatio). Launching
+Chromium and screenshots are the package's (`gui_r1_lite.online.browser`, re-exported here).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .common import Shot, encode_png, require_playwright
+from gui_r1_lite.online.browser import CHROMIUM_FLAGS, chromium, screenshot
 
-CHROMIUM_FLAGS: tuple[str, ...] = (
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--hide-scrollbars", "--font-render-hinting=none",
-)
 DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
 MOBILE_VIEWPORT = {"width": 412, "height": 915}
 MOBILE_DPR = 2.625
@@ -87,20 +81,6 @@ TARGETS_JS = r"""
 """
 
 
-@contextlib.contextmanager
-def chromium() -> Iterator[object]:
-    """A headless Chromium (Debian's /usr/bin/chromium, else Playwright's own download: `find_chromium`)."""
-    executable = require_playwright()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, headless=True, args=list(CHROMIUM_FLAGS))
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 def new_page(browser, mobile: bool = False):
     """A page in a fresh context: desktop 1280x800 at DPR 1, or a phone 412x915 at DPR 2.625."""
     if mobile:
@@ -110,12 +90,6 @@ def new_page(browser, mobile: bool = False):
         ctx = browser.new_context(viewport=DESKTOP_VIEWPORT, device_scale_factor=1, locale="en-US",
                                   timezone_id="UTC", reduced_motion="reduce")
     return ctx.new_page()
-
-
-def screenshot(page, clip: dict | None = None) -> Shot:
-    """The viewport (or a CSS-px `clip` of it) as an optimised PNG; no caret, no animations."""
-    data = page.screenshot(type="png", clip=clip, animations="disabled", caret="hide", scale="device")
-    return encode_png(data)
 
 
 @dataclass(frozen=True)
@@ -147,3 +121,7 @@ def targets(page) -> list[Target]:
         box = (t["x1"] * dpr, t["y1"] * dpr, t["x2"] * dpr, t["y2"] * dpr)
         out.append(Target(t["text"], t["label"], t["kind"], t["tag"], box, t["href"]))
     return out
+
+
+__all__ = ["CHROMIUM_FLAGS", "DESKTOP_VIEWPORT", "MOBILE_DPR", "MOBILE_VIEWPORT", "TARGETS_JS", "Target", "chromium",
+           "new_page", "screenshot", "targets"]

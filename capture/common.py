@@ -1,6 +1,7 @@
-"""Shared pieces of the capture tools: the step record every source produces, the two GUI-R1
-parquet schemas (training: normalised boxes; benchmark: pixel boxes), PNG encoding, history
-text, file checks, and the dependency errors that say which Debian package is missing.
+"""Shared pieces of the capture tools: the two GUI-R1 parquet schemas of the shipped files
+(training: normalised boxes; benchmark: pixel boxes), rows and files, file checks, box previews,
+and the dependency errors that say which Debian package is missing. The step record, PNG encoding
+and history text are the package's (`gui_r1_lite.online`), re-exported here.
 """
 
 from __future__ import annotations
@@ -10,35 +11,29 @@ import os
 import re
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from gui_r1_lite.actions import (
-    ACTION_SPACES,
-    FREE_TEXT_ACTIONS,
-    NO_TEXT,
-    POINT_ACTIONS,
-    SCROLL_DIRECTIONS,
-    TEXT_ACTIONS,
-)
+from gui_r1_lite.actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS, TEXT_ACTIONS
 from gui_r1_lite.data import BENCHMARK_COLUMNS as GUI_R1_TEST_COLUMNS
 from gui_r1_lite.data import TRAIN_COLUMNS as GUI_R1_TRAIN_COLUMNS
 from gui_r1_lite.geometry import NO_POINT, box_center
+from gui_r1_lite.online.browser import (
+    CHROMIUM,
+    CaptureDependencyError,
+    Shot,
+    encode_png,
+    find_chromium,
+    require_playwright,
+)
+from gui_r1_lite.online.miniwob import PLATFORMS, UI_TYPES, Step, clip_box, history_text, quote
 
 #: Exact column order of the training files (GUI-R1 train.parquet plus `platform`).
 TRAIN_COLUMNS: tuple[str, ...] = (*GUI_R1_TRAIN_COLUMNS, "platform")
 #: Exact column order of the benchmark files (GUI-R1 *_test.parquet plus `id` and `task_type`).
 TEST_COLUMNS: tuple[str, ...] = (*GUI_R1_TEST_COLUMNS, "id", "task_type")
-PLATFORMS: tuple[str, ...] = ("web", "mobile", "desktop", "miniwob")
-UI_TYPES: tuple[str, ...] = ("text", "icon")
 NO_BOX: tuple[float, float] = (float(NO_POINT[0]), float(NO_POINT[1]))
 
-CHROMIUM = "/usr/bin/chromium"
 SYSTEM_PYTHON = "/usr/bin/python3"
-
-
-class CaptureDependencyError(RuntimeError):
-    """A program or package the capture needs is missing; the message says how to install it."""
 
 
 def require_executable(path_or_name: str, apt_package: str, what: str) -> str:
@@ -53,138 +48,7 @@ def require_executable(path_or_name: str, apt_package: str, what: str) -> str:
     return found
 
 
-def find_chromium() -> str | None:
-    """The Chromium to drive: Debian's (`CHROMIUM`), else one Playwright downloaded itself
-    (`playwright install chromium`, under $PLAYWRIGHT_BROWSERS_PATH or ~/.cache/ms-playwright; the
-    newest build), else None. Read from disk: asking Playwright's driver would start a process."""
-    if os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    root = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright")
-    found = [p for p in root.glob("chromium-*/chrome-linux*/chrome") if os.access(p, os.X_OK)]
-    return str(max(found, key=_playwright_build)) if found else None
-
-
-def _playwright_build(chrome: Path) -> int:
-    """Playwright's build number of a downloaded browser (`chromium-1187/...` -> 1187; -1 if none)."""
-    suffix = chrome.parent.parent.name.removeprefix("chromium-")
-    return int(suffix) if suffix.isdigit() else -1
-
-
-def require_playwright() -> str:
-    """The Chromium to launch (`find_chromium`); a `CaptureDependencyError` unless Python
-    Playwright and a Chromium are present, naming the command that installs them."""
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        raise CaptureDependencyError(
-            "Python package `playwright` is missing; install it with `pip install -r requirements.txt` "
-            "(the browser itself comes from Debian: `sudo bash scripts/install_capture_deps.sh`)"
-        ) from None
-    found = find_chromium()
-    if found is None:
-        raise CaptureDependencyError(
-            f"Chromium not found ({CHROMIUM}, nor Playwright's own download); install it with "
-            "`sudo bash scripts/install_capture_deps.sh` (or `apt-get install -y chromium`)")
-    return found
-
-
-# --- the step record ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Shot:
-    """One screenshot as stored: PNG bytes and their pixel size."""
-
-    png: bytes
-    width: int
-    height: int
-
-
-@dataclass
-class Step:
-    """One step of one task on one screenshot, in the stored image's pixels.
-
-    `box` is (x1, y1, x2, y2) in image pixels for point actions, None otherwise. `history` holds
-    the descriptions of the earlier steps of the same task ("click 'Search'", "type 'pizza'").
-    """
-
-    id: str
-    platform: str
-    split: str  # "train" or "test"
-    instruction: str
-    task_type: str  # "low" or "high"
-    action: str
-    shot: Shot
-    box: tuple[float, float, float, float] | None = None
-    input_text: str = NO_TEXT
-    ui_type: str = "text"
-    history: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.platform not in PLATFORMS:
-            raise ValueError(f"step {self.id}: platform {self.platform!r} not in {PLATFORMS}")
-        if self.split not in ("train", "test"):
-            raise ValueError(f"step {self.id}: split must be 'train' or 'test', got {self.split!r}")
-        if self.task_type not in ("low", "high"):
-            raise ValueError(f"step {self.id}: task_type must be 'low' or 'high', got {self.task_type!r}")
-        if self.action not in ACTION_SPACES["high"]:
-            raise ValueError(f"step {self.id}: action {self.action!r} not in {ACTION_SPACES['high']}")
-        if self.ui_type not in UI_TYPES:
-            raise ValueError(f"step {self.id}: ui_type {self.ui_type!r} not in {UI_TYPES}")
-        if self.action in POINT_ACTIONS:
-            if self.box is None:
-                raise ValueError(f"step {self.id}: a {self.action} step needs a box")
-            self.box = clip_box(self.box, self.shot.width, self.shot.height, what=f"step {self.id}")
-        elif self.box is not None:
-            raise ValueError(f"step {self.id}: a {self.action} step has no target box")
-        if self.action in FREE_TEXT_ACTIONS and self.input_text.strip().lower() in ("", NO_TEXT):
-            raise ValueError(f"step {self.id}: a {self.action} step needs an input text")
-        if self.action == "scroll" and self.input_text not in SCROLL_DIRECTIONS:
-            raise ValueError(f"step {self.id}: scroll needs up/down/left/right, got {self.input_text!r}")
-
-
-def clip_box(box: Sequence[float], width: int, height: int, what: str = "box") -> tuple[float, float, float, float]:
-    """The part of `box` inside a `width` x `height` image, rounded to 1/100 px; raises when empty."""
-    x1, y1, x2, y2 = (float(v) for v in box)
-    c = (max(0.0, x1), max(0.0, y1), min(float(width), x2), min(float(height), y2))
-    c = tuple(round(v, 2) for v in c)
-    if not (c[2] > c[0] and c[3] > c[1]):
-        raise ValueError(f"{what}: box {list(box)} has no area inside the {width}x{height} image")
-    return c  # type: ignore[return-value]
-
-
-def history_text(steps: Sequence[str]) -> str:
-    """GUI-R1's history column: "None" when empty, else "Step 1: click 'Search'. Step 2: ..."."""
-    if not steps:
-        return "None"
-    return " ".join(f"Step {i}: {s.rstrip('.')}." for i, s in enumerate(steps, 1))
-
-
-def quote(text: str, limit: int = 60) -> str:
-    """`text` in single quotes for an instruction or history, shortened to `limit` characters."""
-    t = re.sub(r"\s+", " ", text).strip()
-    if len(t) > limit:
-        t = t[: limit - 1].rstrip() + "…"
-    return f"'{t}'"
-
-
 # --- images ------------------------------------------------------------------------------------
-
-
-def encode_png(image) -> Shot:
-    """A `Shot` from PNG bytes or a PIL image, re-saved as an optimised (lossless) PNG."""
-    from PIL import Image
-
-    raw = bytes(image) if isinstance(image, (bytes, bytearray)) else None
-    im = Image.open(io.BytesIO(raw)) if raw is not None else image
-    if im.mode not in ("RGB", "L", "P"):
-        im = im.convert("RGB")  # drop the alpha channel of an opaque screenshot
-    buf = io.BytesIO()
-    im.save(buf, format="PNG", optimize=True)
-    data = buf.getvalue()
-    if raw is not None and len(raw) < len(data) and Image.open(io.BytesIO(raw)).mode == im.mode:
-        data = raw  # the browser's own PNG is sometimes the smaller one
-    return Shot(data, im.width, im.height)
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -379,3 +243,11 @@ def draw_box(png: bytes, box: Sequence[float] | None, label: str = ""):
     if label:
         d.text((4, im.height - 14), label[:80], fill=(255, 0, 0))
     return im
+
+
+__all__ = [
+    "CHROMIUM", "NO_BOX", "PLATFORMS", "SYSTEM_PYTHON", "TEST_COLUMNS", "TRAIN_COLUMNS", "UI_TYPES",
+    "CaptureDependencyError", "Shot", "Step", "benchmark_row", "check_file", "clip_box", "draw_box", "encode_png",
+    "find_chromium", "history_text", "merge_group", "png_size", "quote", "read_rows", "require_executable",
+    "require_playwright", "train_row", "write_rows", "write_steps",
+]

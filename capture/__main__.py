@@ -1,9 +1,11 @@
 """Command line: regenerate the shipped samples from real software.
 
-    python -m gui_r1_lite.capture web|mobile|desktop|miniwob|all --out data_samples
-    python -m gui_r1_lite.capture miniwob --out DIR --seeds 0-29 --test-seeds 1000-1014
-    python -m gui_r1_lite.capture check data_samples      # validate the files in a folder
-    python -m gui_r1_lite.capture preview data_samples/test/realgui_test.parquet --out DIR
+    python -m capture web|mobile|desktop|miniwob|all --out data_samples
+    python -m capture miniwob --out DIR --seeds 0-29 --test-seeds 1000-1014
+    python -m capture check data_samples      # validate the files in a folder
+    python -m capture preview data_samples/test/realgui_test.parquet --out DIR
+
+(from the repository root)
 """
 
 from __future__ import annotations
@@ -54,14 +56,14 @@ def _run_source(source: str, args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m gui_r1_lite.capture", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m capture", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("source", choices=["web", "mobile", "desktop", "miniwob", "all", "check", "preview"])
     p.add_argument("paths", nargs="*", help="check: folders or files to validate; preview: parquet files")
     p.add_argument("--out", default="data_samples", help="output folder (gets train/ and test/)")
     p.add_argument("--seeds", type=parse_seeds, help="miniwob training seeds, e.g. 0-29")
     p.add_argument("--test-seeds", type=parse_seeds, help="miniwob held-out seeds, e.g. 1000-1014")
-    p.add_argument("--tasks", nargs="+", help="miniwob tasks (default: all in gui_r1_lite.capture.miniwob.TASKS)")
+    p.add_argument("--tasks", nargs="+", help="miniwob tasks (default: all in gui_r1_lite.online.miniwob.TASKS)")
     p.add_argument("--limit", type=int, default=12, help="preview: rows per file")
     args = p.parse_args(argv)
 

@@ -1,20 +1,97 @@
-"""MiniWoB++ episodes (task pages of the PyPI package `miniwob`) rendered in headless Chromium:
-one screenshot of the 160x210 task area per step, the instruction from the page's own query,
-the target box from the task's DOM, and the step actually performed so the page's own reward
-checks every episode (a box that misses shows up as a reward below 1).
+"""MiniWoB++ episodes (task pages of the PyPI package `miniwob`) in a live page: the scripted steps
+of each supported task, starting an episode with a seed, the page's own state and reward, and the
+ground truth of a scripted step as a `Step` (screenshot of the 160x210 task area, target box or
+text, history line). The closed loop asks and scores with it; capture/ wrote data_samples/ with it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gui_r1_lite.geometry import box_center
+from ..actions import ACTION_SPACES, FREE_TEXT_ACTIONS, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS
+from ..geometry import box_center
+from .browser import CaptureDependencyError, Shot
 
-from .common import CaptureDependencyError, Shot, Step, quote
+PLATFORMS: tuple[str, ...] = ("web", "mobile", "desktop", "miniwob")
+UI_TYPES: tuple[str, ...] = ("text", "icon")
+
+
+# --- the step record ---------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One step of one task on one screenshot, in the stored image's pixels.
+
+    `box` is (x1, y1, x2, y2) in image pixels for point actions, None otherwise. `history` holds
+    the descriptions of the earlier steps of the same task ("click 'Search'", "type 'pizza'").
+    """
+
+    id: str
+    platform: str
+    split: str  # "train" or "test"
+    instruction: str
+    task_type: str  # "low" or "high"
+    action: str
+    shot: Shot
+    box: tuple[float, float, float, float] | None = None
+    input_text: str = NO_TEXT
+    ui_type: str = "text"
+    history: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.platform not in PLATFORMS:
+            raise ValueError(f"step {self.id}: platform {self.platform!r} not in {PLATFORMS}")
+        if self.split not in ("train", "test"):
+            raise ValueError(f"step {self.id}: split must be 'train' or 'test', got {self.split!r}")
+        if self.task_type not in ("low", "high"):
+            raise ValueError(f"step {self.id}: task_type must be 'low' or 'high', got {self.task_type!r}")
+        if self.action not in ACTION_SPACES["high"]:
+            raise ValueError(f"step {self.id}: action {self.action!r} not in {ACTION_SPACES['high']}")
+        if self.ui_type not in UI_TYPES:
+            raise ValueError(f"step {self.id}: ui_type {self.ui_type!r} not in {UI_TYPES}")
+        if self.action in POINT_ACTIONS:
+            if self.box is None:
+                raise ValueError(f"step {self.id}: a {self.action} step needs a box")
+            self.box = clip_box(self.box, self.shot.width, self.shot.height, what=f"step {self.id}")
+        elif self.box is not None:
+            raise ValueError(f"step {self.id}: a {self.action} step has no target box")
+        if self.action in FREE_TEXT_ACTIONS and self.input_text.strip().lower() in ("", NO_TEXT):
+            raise ValueError(f"step {self.id}: a {self.action} step needs an input text")
+        if self.action == "scroll" and self.input_text not in SCROLL_DIRECTIONS:
+            raise ValueError(f"step {self.id}: scroll needs up/down/left/right, got {self.input_text!r}")
+
+
+def clip_box(box: Sequence[float], width: int, height: int, what: str = "box") -> tuple[float, float, float, float]:
+    """The part of `box` inside a `width` x `height` image, rounded to 1/100 px; raises when empty."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    c = (max(0.0, x1), max(0.0, y1), min(float(width), x2), min(float(height), y2))
+    c = tuple(round(v, 2) for v in c)
+    if not (c[2] > c[0] and c[3] > c[1]):
+        raise ValueError(f"{what}: box {list(box)} has no area inside the {width}x{height} image")
+    return c  # type: ignore[return-value]
+
+
+def history_text(steps: Sequence[str]) -> str:
+    """GUI-R1's history column: "None" when empty, else "Step 1: click 'Search'. Step 2: ..."."""
+    if not steps:
+        return "None"
+    return " ".join(f"Step {i}: {s.rstrip('.')}." for i, s in enumerate(steps, 1))
+
+
+def quote(text: str, limit: int = 60) -> str:
+    """`text` in single quotes for an instruction or history, shortened to `limit` characters."""
+    t = re.sub(r"\s+", " ", text).strip()
+    if len(t) > limit:
+        t = t[: limit - 1].rstrip() + "…"
+    return f"'{t}'"
+
+
+# --- task pages ----------------------------------------------------------------------------------
 
 # Task-area clip: the page's #wrap element (160 x 210 CSS px). DPR 1 keeps images tiny.
 DPR = 1
@@ -128,17 +205,8 @@ def miniwob_version() -> str:
     return version("miniwob")
 
 
-@dataclass
-class EpisodeResult:
-    task: str
-    seed: int
-    steps: list[Step] = field(default_factory=list)
-    raw_reward: float | None = None
-    done: bool = False
-    skipped: str | None = None
-
-
-def _step_id(task: str, seed: int, k: int) -> str:
+def step_id(task: str, seed: int, k: int) -> str:
+    """The id of step `k` of episode `seed` of `task`, as data_samples/ and the closed loop's records name it."""
     return f"miniwob/{task}/seed{seed}/step{k}"
 
 
@@ -196,7 +264,7 @@ def expected_step(page, task: str, seed: int, k: int, instruction: str, history:
     spec = TASKS[task]
     ms = spec[k]
     shot = screenshot(page, clip=wrap_clip(page))
-    common = dict(id=_step_id(task, seed, k), platform="miniwob", split=split, instruction=instruction,
+    common = dict(id=step_id(task, seed, k), platform="miniwob", split=split, instruction=instruction,
                   task_type="high" if len(spec) > 1 else "low", shot=shot, history=list(history))
     if ms.action == "type":
         text = page.evaluate(f"() => {ms.text}")
@@ -222,36 +290,6 @@ def expected_step(page, task: str, seed: int, k: int, instruction: str, history:
     return Expected(shot, step, ms.describe.format(name=name), (b["wx"] + cx, b["wy"] + cy), skipped)
 
 
-def perform(page, expected: Expected) -> None:
-    """Do an expected step on the page: type its text, or click the centre of its target."""
-    if expected.step.action == "type":
-        page.keyboard.type(expected.step.input_text)
-    else:
-        page.mouse.click(*expected.click_at)
-
-
-def run_episode(page, task: str, seed: int, split: str, act: bool = True) -> EpisodeResult:
-    """Start episode `seed` of `task`, capture every step and (with `act`) perform it, then read
-    the page's raw reward (WOB_RAW_REWARD_GLOBAL: 1.0 = solved)."""
-    result = EpisodeResult(task, seed)
-    instruction = start_episode(page, task, seed)
-    history: list[str] = []
-    pending: list[Step] = []
-    for k in range(len(TASKS[task])):
-        expected = expected_step(page, task, seed, k, instruction, history, split)
-        if expected.skipped:
-            result.skipped = expected.skipped
-            return result
-        pending.append(expected.step)
-        history.append(expected.history)
-        if act:
-            perform(page, expected)
-    result.steps = pending
-    if act:
-        result.done, result.raw_reward = episode_state(page)
-    return result
-
-
 def wrap_clip(page) -> dict:
     """The task area (the page's #wrap element) in CSS px of the viewport: x, y, width, height."""
     return page.evaluate("() => { const r = document.getElementById('wrap').getBoundingClientRect();"
@@ -265,56 +303,6 @@ def new_task_page(browser):
     return ctx.new_page()
 
 
-def capture(tasks: Sequence[str] | None = None, train_seeds: Iterable[int] = TRAIN_SEEDS,
-            test_seeds: Iterable[int] = TEST_SEEDS, act: bool = True, progress=None) -> tuple[list[Step], dict]:
-    """All steps of `tasks` (default: every task in TASKS) for the training and held-out seeds,
-    and a report: episodes, skipped episodes, and the page's raw reward per task."""
-    from .browser import chromium
-
-    tasks = list(tasks or TASKS)
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        raise ValueError(f"unknown MiniWoB tasks {unknown}; known: {sorted(TASKS)}")
-    train_seeds, test_seeds = list(train_seeds), list(test_seeds)
-    overlap = sorted(set(train_seeds) & set(test_seeds))
-    if overlap:
-        raise ValueError(f"training and held-out seeds overlap: {overlap[:10]}")
-    html_dir()
-    steps: list[Step] = []
-    report: dict = {"miniwob": miniwob_version(), "tasks": {}}
-    with chromium() as browser:
-        page = new_task_page(browser)
-        for task in tasks:
-            rep = {"episodes": 0, "skipped": [], "rewards": {}}
-            for split, seeds in (("train", train_seeds), ("test", test_seeds)):
-                for seed in seeds:
-                    res = run_episode(page, task, seed, split, act=act)
-                    rep["episodes"] += 1
-                    if res.skipped:
-                        rep["skipped"].append(f"seed{seed}: {res.skipped}")
-                        continue
-                    steps.extend(res.steps)
-                    if act:
-                        key = f"{res.raw_reward:g}" if res.done else "not done"
-                        rep["rewards"][key] = rep["rewards"].get(key, 0) + 1
-                    if progress:
-                        progress(task, seed, res)
-            report["tasks"][task] = rep
-    return steps, report
-
-
-def write(out_dir: str | os.PathLike, tasks: Sequence[str] | None = None,
-          train_seeds: Iterable[int] = TRAIN_SEEDS, test_seeds: Iterable[int] = TEST_SEEDS) -> dict:
-    """Capture and write `out/train/miniwob_train.parquet` and `out/test/miniwob_test.parquet`."""
-    from .common import write_steps
-
-    steps, report = capture(tasks, train_seeds, test_seeds)
-    bad = {t: r["rewards"] for t, r in report["tasks"].items() if set(r["rewards"]) - {"1"}}
-    if bad:
-        raise RuntimeError(f"performing the ground-truth steps did not solve every episode: {bad}")
-    report["files"] = write_steps(steps, out_dir, "miniwob_train", "miniwob_test")
-    return report
-
-
-__all__ = ["TASKS", "MStep", "Expected", "capture", "write", "run_episode", "seed_of", "html_dir", "start_episode",
-           "expected_step", "perform", "episode_state", "wrap_clip", "new_task_page"]
+__all__ = ["DPR", "PLATFORMS", "TASKS", "TEST_SEEDS", "TRAIN_SEEDS", "UI_TYPES", "Expected", "MStep", "Step",
+           "clip_box", "episode_state", "expected_step", "history_text", "html_dir", "miniwob_version",
+           "new_task_page", "quote", "seed_of", "start_episode", "step_id", "wrap_clip"]
