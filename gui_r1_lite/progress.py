@@ -1,6 +1,9 @@
-"""Where a long notebook is: package code appends progress records (stage, step k of n) to the file
-named by `$GUI_R1_LITE_PROGRESS`, and the main job turns them into a terminal line per stage change
-plus one every ~30 s, with the time spent and an estimate of what is left."""
+"""Progress, one module for all of it. Where a long notebook is: package code appends progress
+records (stage, step k of n) to the file named by `$GUI_R1_LITE_PROGRESS` (`report`), and the main
+job turns them into a terminal line per stage change plus one every ~30 s, with the time spent and
+an estimate of what is left (`watch`). A loop a person watches (evaluation's predictions, the closed
+loop's episodes) shows a bar on request (`bar`); training reports through its callback, which calls
+`report`."""
 
 from __future__ import annotations
 
@@ -41,6 +44,17 @@ def report(stage: str, event: str = "step", **fields: object) -> None:
         return
     with contextlib.suppress(OSError):  # progress is a courtesy: it never stops the work it reports
         append_jsonl(path, {"t": time.time(), "stage": stage, "event": event, **fields})
+
+
+@contextlib.contextmanager
+def bar(total: int, desc: str, show: bool, done: int = 0) -> Iterator[Callable[[int], object]]:
+    """A loop's progress bar (tqdm: a terminal line, or a widget in a notebook), drawn only when `show`;
+    yields `advance(n)`, called after each `n` items. `done` items were finished before (a resumed run).
+    The bar goes away when the loop ends (`leave=False`): the loop's own results say what it did."""
+    from tqdm.auto import tqdm
+
+    with tqdm(total=total, initial=done, desc=desc, disable=not show, leave=False) as shown:
+        yield shown.update
 
 
 def clock(seconds: float) -> str:

@@ -180,3 +180,13 @@ def test_the_stages_left_count_those_not_started_when_seeds_run_side_by_side():
     view.add({"t": 3.0, "stage": "seed 1 · b", "event": "start", "index": 4, "total": 4})
     view.add({"t": 4.0, "stage": "seed 1 · b", "event": "end", "seconds": 1.0})
     assert view.stage.name == "seed 0 · a" and view.line(now=5.0).endswith("~1s left in 1 more stage")
+
+
+def test_a_loop_bar_is_drawn_only_when_asked(capsys):
+    with progress.bar(5, "predict oracle", show=False, done=2) as advance:
+        advance(3)
+    assert capsys.readouterr().err == ""  # the default in notebooks' own loops: nothing drawn
+    with progress.bar(5, "predict oracle", show=True, done=2) as advance:
+        advance(3)
+    err = capsys.readouterr().err
+    assert "predict oracle" in err and "2/5" in err  # a resumed loop starts at what was done

@@ -30,6 +30,7 @@ from ..evaluate import (
     processor_pixels,
 )
 from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+from ..progress import bar
 from ..runfolder import RUN_FILE, as_stored, differences, fingerprint, read_record, refuse, writable_folder
 from ..runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from .browser import chromium, require_playwright
@@ -273,16 +274,13 @@ def _play(completer: Completer, todo: Sequence[tuple[str, int]], settings: Setti
 
 def _play_here(completer: Completer, todo: Sequence[tuple[str, int]], settings: Settings, max_steps: int | None,
                progress: bool) -> None:
-    from tqdm.auto import tqdm
-
-    with chromium() as browser, tqdm(total=len(todo), desc=f"online {completer.name}", disable=not progress,
-                                     leave=False) as bar:
+    with chromium() as browser, bar(len(todo), f"online {completer.name}", show=progress) as advance:
         page = new_task_page(browser)
         page.set_default_timeout(PAGE_TIMEOUT_MS)
         for task, seed in todo:
             episode = run_episode(page, completer, task, seed, max_steps_for(task, max_steps), settings)
             append_jsonl(settings.out / EPISODES_FILE, episode)
-            bar.update(1)
+            advance(1)
 
 
 __all__ = ["DEFAULT_SEED_START", "EPISODES_FILE", "ONLINE_JSON", "ONLINE_MD", "ORACLE_TASKS", "RESERVED_SEEDS",
