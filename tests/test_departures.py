@@ -1,0 +1,48 @@
+"""The departures table (notebook 04) is read from the settings objects, not typed: change a setting
+and the table changes; every value that differs from another column says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gui_r1_lite.departures import ORIGINAL, ROWS, departures, departures_markdown
+from gui_r1_lite.grpo_step import RECIPE
+from gui_r1_lite.miniature.settings import MiniatureSettings
+from gui_r1_lite.training import TrainConfig
+
+
+def by_key(rows) -> dict:
+    return {r.key: r for r in rows}
+
+
+def test_the_table_reads_the_miniature_the_recipe_and_the_original():
+    rows = by_key(departures())
+    assert list(rows) == [k for k, _ in ROWS]
+    mini, recipe = MiniatureSettings(), TrainConfig.from_yaml(RECIPE)
+    assert rows["beta"].miniature == mini.beta and rows["beta"].recipe == recipe.get("beta")
+    assert rows["learning_rate"].miniature == mini.grpo_lr and rows["learning_rate"].recipe == recipe.get("learning_rate")
+    assert rows["prompts_per_update"].recipe == 4 and rows["prompts_per_update"].miniature == mini.grpo_prompts_per_step
+    assert rows["pixels"].recipe == (recipe.min_pixels, recipe.max_pixels) == ORIGINAL["pixels"][0]
+    assert rows["quantization"].recipe == "NF4 (4-bit)" and rows["quantization"].miniature == "none"
+    # every difference has a reason; the sweep's and the a-priori choices say which they are
+    assert all(r.why for r in rows.values() if r.differs)
+    assert "validation sweep" in rows["temperature"].why and "not measured" in rows["beta"].why
+    assert departures_markdown(list(rows.values())).count("\n") == len(ROWS) + 1
+
+
+def test_changing_a_setting_changes_the_table(tmp_path: Path):
+    rows = by_key(departures(MiniatureSettings.from_overrides(beta=0.01, loss_type="dapo", num_generations=5)))
+    assert rows["beta"].miniature == 0.01 and "CPU" not in rows["beta"].why
+    assert not rows["loss_type"].differs and not rows["loss_type"].why
+    assert rows["kl_times_ratio"].miniature is True  # TRL's default reaches the miniature once it has a KL term
+    assert rows["num_generations"].miniature == 5 and not rows["num_generations"].differs
+
+    recipe = yaml.safe_load(RECIPE.read_text())
+    recipe.update(learning_rate=2e-5, gradient_accumulation_steps=8, use_bias_correction_kl=False)
+    changed = tmp_path / "recipe.yaml"
+    changed.write_text(yaml.safe_dump(recipe))
+    rows = by_key(departures(recipe=changed))
+    assert rows["learning_rate"].recipe == 2e-5 and rows["prompts_per_update"].recipe == 8
+    assert rows["kl_times_ratio"].recipe is False and "GPU" not in rows["kl_times_ratio"].why
