@@ -114,7 +114,7 @@ def _check_size(size: Sequence[float], what: str) -> tuple[float, float]:
 def _scale(coords: Sequence[float], sx: float, sy: float) -> list[float]:
     if len(coords) not in (2, 4):
         raise ValueError(f"coordinates must be a point (x, y) or a box (x1, y1, x2, y2), got {list(coords)!r}")
-    return [float(v) * (sx if i % 2 == 0 else sy) for i, v in enumerate(coords)]
+    return [as_float(v) * (sx if i % 2 == 0 else sy) for i, v in enumerate(coords)]  # 10**400 -> inf, no raise
 
 
 def normalized_to_pixels(coords: Sequence[float], size: Sequence[float]) -> list[float]:

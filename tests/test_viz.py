@@ -263,3 +263,123 @@ def test_card_title_is_short_and_says_what_the_picture_cannot(evaluated):
     click = next(r for r in rand if r["gt_action"] == "click" and r["pred_action"] == "click")
     assert not any(x.startswith("want:") for x in viz.card_title(click))  # the box shows it
     assert viz.card_title(click)[-1].startswith("answer: click at (")
+
+
+# --- the screenshot keeps its size; captions wrap; tasks are named; blind scores shown ----------------
+
+def _click_record(point, instruction="Click on the yes button.", rid="miniwob/click-dialog/seed1000/step0", **over):
+    """A prediction record (as `evaluate.predict` writes it) of a click on a 160x210 page."""
+    rec = {"id": rid, "instruction": instruction, "gt_action": "click", "gt_bbox": [20.0, 30.0, 60.0, 50.0],
+           "gt_input_text": "no input text", "pred_action": "click", "pred_coord": list(point),
+           "pred_input_text": "no input text", "parse_error": None, "image_size": [160, 210], "group": "miniwob",
+           "ui_type": "text", "task_type": "low", "completion": ""}
+    rec.update(over)
+    return rec
+
+
+PAGE = Image.new("RGB", (160, 210), "white")
+
+
+def _panels(fig) -> list:
+    return [ax for ax in fig.axes if ax.images]
+
+
+def test_a_click_far_off_the_screenshot_leaves_the_picture_at_its_size():
+    # the gallery used to widen its axes to take in the click: at (1e5, -1e5) the page became a dot
+    miss = _click_record((1e5, -1e5))
+    hit = _click_record((40, 40), rid="miniwob/click-tab/seed1001/step0", instruction="Click on Tab #2.")
+    fig = viz.gallery([miss, hit], lambda r: PAGE, cols=2)
+    fig.canvas.draw()
+    for ax in _panels(fig):
+        assert ax.get_xlim() == (-0.5, 159.5) and ax.get_ylim() == (209.5, -0.5)
+    off, on = _panels(fig)
+    (arrow,) = [c for c in off.get_children() if type(c).__name__ == "Annotation"]  # an arrow toward the click
+    (tail_x, tail_y), (head_x, head_y) = arrow.xyann, arrow.xy
+    assert head_x > tail_x and head_y < tail_y  # up and to the right, where (1e5, -1e5) lies
+    assert 0 <= head_x <= 160 and 0 <= head_y <= 210
+    assert "answer: click at (100000, -100000), off the screenshot" in " ".join(off.get_title(loc="left").split())
+    assert not [c for c in on.get_children() if type(c).__name__ == "Annotation"]
+    assert "off the screenshot" not in on.get_title(loc="left")
+    matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("point", [(1e308, 5.0), (float("nan"), 3.0), (-1e308, -1e308), (-0.0, float("inf"))])
+def test_extreme_clicks_draw_without_error_and_keep_the_frame(point, tmp_path):
+    rec = _click_record(point)
+    for fig in (viz.gallery([rec], lambda r: PAGE), viz.before_after([rec], [rec], lambda r: PAGE),
+                viz.prediction_card(rec, PAGE)):
+        fig.savefig(tmp_path / "x.png", dpi=40)
+        assert all(ax.get_xlim() == (-0.5, 159.5) for ax in _panels(fig))
+        matplotlib.pyplot.close(fig)
+    assert viz.prediction_image(rec, PAGE).size == (160, 210)
+
+
+def test_a_long_caption_is_wrapped_with_all_its_text():
+    words = " ".join(f"word{i}" for i in range(60))  # ~420 characters: cut to two lines before
+    rec = _click_record((40, 40), instruction=words, pred_input_text="typed " + "x" * 90)
+    for fig in (viz.gallery([rec, rec], lambda r: PAGE, cols=2), viz.prediction_card(rec, PAGE)):
+        title = _panels(fig)[0].get_title(loc="left")
+        assert len(title.splitlines()) > 5 and "…" not in title
+        assert "".join(words.split()) in "".join(title.split())  # every word, in order
+        assert "x" * 90 in "".join(title.split())
+        matplotlib.pyplot.close(fig)
+
+
+def test_an_episode_step_off_the_screenshot_keeps_the_frame(tmp_path):
+    steps = [{"id": "miniwob/click-dialog/seed1000/step0", "task": "click-dialog", "seed": 1000, "step": 0,
+              "instruction": "Close the dialog.", "gt_action": None, "gt_bbox": None, "pred_action": "click",
+              "pred_coord": [-5e4, 100.0], "pred_input_text": "no input text", "done": True, "raw_reward": -1.0}]
+    fig = viz.episode_strip(steps, lambda r: PAGE)
+    (ax,) = _panels(fig)
+    assert ax.get_xlim() == (-0.5, 159.5) and ax.get_ylim() == (209.5, -0.5)
+    assert "(-50000, 100), off the screenshot" in " ".join(ax.get_title(loc="left").split())
+    matplotlib.pyplot.close(fig)
+
+
+def test_gallery_and_before_after_name_each_row_s_task():
+    dialog = _click_record((40, 40))
+    tab = _click_record((100, 100), rid="miniwob/click-tab/seed1004/step1", instruction="Click on Tab #2.")
+    other = _click_record((100, 100), rid="web/faq-index/click0", instruction="Click on 'FAQ'", group="web")
+    assert [viz.record_task(r) for r in (dialog, tab, other)] == ["click-dialog", "click-tab", None]
+    assert viz.record_task({"id": "x", "task": "enter-text"}) == "enter-text"  # an online step's field
+    fig = viz.gallery([dialog, tab, other], lambda r: PAGE, cols=3)
+    titles = [ax.get_title(loc="left").splitlines()[0] for ax in _panels(fig)]
+    assert titles[0].startswith("✓ HIT · click-dialog: Click on the yes")
+    assert titles[1].startswith("✗ MISS · click-tab: Click on Tab")
+    assert titles[2].startswith("✗ MISS · Click on 'FAQ'")
+    matplotlib.pyplot.close(fig)
+    after = [dialog | {"pred_coord": [150.0, 200.0]}, tab | {"pred_coord": [40.0, 40.0]}]  # one broken, one fixed
+    fig = viz.before_after([dialog, tab], after, lambda r: PAGE)
+    titles = [ax.get_title(loc="left").splitlines()[0] for ax in _panels(fig)]
+    assert titles[0].startswith("[before] ✗ MISS · click-tab:") and titles[1].startswith("[after] ✓ HIT · click-tab:")
+    assert titles[2].startswith("[before] ✓ HIT · click-dialog:") and titles[3].startswith("[after] ✗ MISS · click-dialog:")
+    matplotlib.pyplot.close(fig)
+
+
+def test_miniature_bars_show_each_arm_s_blind_score_beside_it():
+    def figures(mean, seeds):
+        return {"mean": mean, "std": 0.0, "per_seed": seeds}
+
+    metrics = ("format_rate", "click_accuracy", "strict_step_success")
+    result = {"seeds": [0, 1], "random": {m: figures(0.1, [0.1, 0.1]) for m in metrics}}
+    for arm, seeing, blind in (("sft", 0.6, 0.55), ("sft_grpo", 0.5, 0.5)):
+        result[arm] = {m: figures(seeing, [seeing, seeing]) for m in metrics}
+        result[arm]["blind"] = {"click_accuracy": figures(blind, [blind - 0.05, blind + 0.05])}
+    fig = viz.miniature_bars(result)
+    ax = fig.axes[0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert sorted(round(p.get_height(), 6) for p in hatched) == [50.0, 55.0]  # sft's and sft_grpo's, none for random
+    # the click-accuracy group sits at x = 1 (format rate 0, strict step success 2)
+    solid = {round(p.get_height(), 6): p for p in ax.patches if not p.get_hatch() and 0.5 < p.get_x() < 1.5}
+    for p in hatched:  # right beside its arm's click-accuracy bar, the same colour, not overlapping it
+        arm_bar = solid[60.0] if round(p.get_height()) == 55 else solid[50.0]
+        assert p.get_x() == pytest.approx(arm_bar.get_x() + arm_bar.get_width())
+        assert p.get_edgecolor() == arm_bar.get_facecolor()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["random", "sft", "sft_grpo", "one seed", "blind (white screens)"]
+    matplotlib.pyplot.close(fig)
+    for arm in ("sft", "sft_grpo"):
+        del result[arm]["blind"]
+    fig = viz.miniature_bars(result)  # without blind scores: the bars as before
+    assert not [p for p in fig.axes[0].patches if p.get_hatch()] and len(fig.axes[0].patches) == 9
+    matplotlib.pyplot.close(fig)

@@ -1,0 +1,351 @@
+"""Screenshots as matplotlib figures: a prediction card (the screenshot, its target box and the
+predicted click, with a caption), a gallery of them, two prediction files side by side, an online
+episode as a strip, image grids and reward maps. The screenshot keeps its size whatever the click:
+one off the screenshot is drawn at the nearest edge with an arrow pointing where it lies."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from PIL import Image
+
+from ..geometry import as_float, has_target
+from .draw import card_title, image_for, off_image, outcome, shown_point
+from .style import (
+    GT_COLOR,
+    HIT_COLOR,
+    HIT_MARKER,
+    MISS_COLOR,
+    MISS_MARKER,
+    UNKNOWN_COLOR,
+    chars_per_line,
+    fmt_point,
+    readable,
+    readable_points,
+    rgb,
+    wrap_caption,
+    wrap_lines,
+)
+
+
+def grid(images: Sequence[Image.Image], titles: Sequence[str] | None = None, cols: int = 4,
+         width: float = 4.0) -> plt.Figure:
+    """A matplotlib figure of images, each under its title (line breaks kept, wrapped, at most four
+    lines), the text readable at the width a notebook shows the figure."""
+    n = max(1, len(images))
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    size = readable_points(width * cols)
+    chars = chars_per_line(width, size)
+    wrapped = [wrap_lines(t, chars, 4) for t in titles] if titles else []
+    title_in = max((len(w) for w in wrapped), default=0) * size * 1.3 / 72
+    aspect = max((im.height / im.width for im in images), default=1.0)
+    cell_in = width * min(aspect, 2.2) + title_in + 0.2
+    with readable(width * cols):
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, cell_in * rows), squeeze=False,
+                                 layout="constrained")
+        for ax in axes.flat:
+            ax.axis("off")
+        for i, im in enumerate(images):
+            axes.flat[i].imshow(im)
+            if wrapped:
+                axes.flat[i].set_title("\n".join(wrapped[i]), fontsize=size)
+    return fig
+
+
+def reward_map(score: Callable[[float, float], float | None], size: tuple[int, int], step: int = 4,
+               gt_bbox: Sequence[float] | None = None, ax=None, title: str = "", frame: str = "model-frame"):
+    """Heat map of `score(x, y)` over an image of `size` (pixels of `frame`, the image the model
+    sees, as rewards are computed), sampled at the centre of each `step`-pixel cell, the box on top."""
+    import numpy as np
+
+    w, h = size
+    xs, ys = np.arange(step / 2, w, step), np.arange(step / 2, h, step)
+    z = np.array([[score(float(x), float(y)) or 0.0 for x in xs] for y in ys])
+    if ax is None:
+        with readable(5.5):
+            _, ax = plt.subplots(figsize=(5.5, 4.5 * h / w + 0.8), layout="constrained")
+    size_pt = readable_points(ax.figure.get_figwidth())
+    im = ax.imshow(z, extent=(0, len(xs) * step, len(ys) * step, 0), vmin=0, vmax=1, cmap="viridis")
+    if gt_bbox is not None and len(gt_bbox) == 4:
+        x1, y1, x2, y2 = gt_bbox
+        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec="white", lw=1.5, ls="--"))
+    chars = chars_per_line(ax.figure.get_figwidth() * ax.get_position().width, size_pt)
+    ax.set_title("\n".join(wrap_lines(title, chars, 3)), fontsize=size_pt)
+    ax.set_xlabel(f"x ({frame} px)", fontsize=size_pt)
+    ax.set_ylabel(f"y ({frame} px)", fontsize=size_pt)
+    ax.tick_params(labelsize=size_pt)
+    bar = plt.colorbar(im, ax=ax, fraction=0.046)
+    bar.set_label("reward (box: target)", fontsize=size_pt)
+    bar.ax.tick_params(labelsize=size_pt)
+    return ax
+
+
+# --- marks on a screenshot ---------------------------------------------------------------------
+
+
+def point_style(hit: bool, size: float) -> dict:
+    """A predicted click's marker for text of `size` points: a filled circle (hit) or X (miss), white-rimmed."""
+    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.3 * size,
+            "mfc": rgb(HIT_COLOR if hit else MISS_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
+
+
+def unknown_style(size: float) -> dict:
+    """The marker of a click with no scripted step to check it against (a filled plus)."""
+    return {"marker": "P", "ms": 1.3 * size, "mfc": rgb(UNKNOWN_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
+
+
+def _image_size(ax) -> tuple[int, int]:
+    """(width, height) of the screenshot shown in `ax`."""
+    h, w = ax.images[0].get_size()
+    return w, h
+
+
+def _click(ax, point, style: dict, size: float) -> None:
+    """The click's marker where it is; one off the screenshot at the nearest edge, with an arrow
+    from it to the edge in the click's direction (its coordinates are in the caption). NaN: none."""
+    x, y = as_float(point[0]), as_float(point[1])
+    if math.isnan(x) or math.isnan(y):
+        return
+    w, h = _image_size(ax)
+    if not off_image((x, y), (w, h)):
+        ax.plot(x, y, **style)
+        return
+    inset = 0.12 * min(w, h)
+    head = (min(max(x, 0.0), w - 1.0), min(max(y, 0.0), h - 1.0))
+    tail = (min(max(x, inset), w - 1.0 - inset), min(max(y, inset), h - 1.0 - inset))
+    ax.annotate("", xy=head, xytext=tail, zorder=4,
+                arrowprops={"arrowstyle": "-|>", "color": style["mfc"], "lw": size / 5, "mutation_scale": 1.4 * size,
+                            "shrinkA": 0.6 * size, "shrinkB": 0})
+    ax.plot(*tail, **style)
+
+
+def _keep_frame(ax) -> None:
+    """The axes show the screenshot, exactly: whatever was plotted, the limits are its pixels."""
+    w, h = _image_size(ax)
+    ax.set_xlim(-0.5, w - 0.5)
+    ax.set_ylim(h - 0.5, -0.5)
+
+
+def _mark(ax, record: dict) -> None:
+    """The box (or ring) and the predicted click, sized like the text: the same on screen whatever
+    the screenshot's own size."""
+    size = readable_points(ax.figure.get_figwidth())
+    box = record.get("gt_bbox")
+    if box is not None and len(box) == 4:
+        x1, y1, x2, y2 = map(float, box)
+        # above the click's marker, so a hit does not hide the box it hit
+        ax.add_patch(Rectangle((x1, y1), x2 - x1, y2 - y1, fill=False, ec=rgb(GT_COLOR), lw=size / 5, zorder=3))
+    elif box is not None and len(box) == 2 and has_target(box):
+        ax.plot(*map(float, box), marker="o", ms=2 * size, mfc="none", mec=rgb(GT_COLOR), mew=size / 5)
+    point = shown_point(record)
+    if point is not None:
+        _click(ax, point, point_style(bool(outcome(record)["hit"]), size), size)
+    _keep_frame(ax)
+
+
+def legend_handles(size: float = 10.0) -> list:
+    """Legend entries for the marks of `prediction_card` / `draw_step` (markers for `size`-point text)."""
+    return [Patch(fill=False, ec=rgb(GT_COLOR), lw=size / 5, label="target box (ground truth)"),
+            Line2D([], [], **point_style(True, size), label="predicted click: hit"),
+            Line2D([], [], **point_style(False, size), label="predicted click: miss")]
+
+
+def add_legend(fig: plt.Figure) -> None:
+    """One legend above the panels: what the box and the two markers mean, and in which frame."""
+    size = readable_points(fig.get_figwidth())
+    handles = legend_handles(size)
+    one_row = sum(len(h.get_label()) for h in handles) * 0.6 * size / 72 + 0.6 * len(handles) < fig.get_figwidth()
+    with readable(fig.get_figwidth()):
+        fig.legend(handles=handles, loc="outside upper center", ncols=len(handles) if one_row else 1, frameon=False,
+                   title="positions in original screenshot pixels", columnspacing=1.2, handletextpad=0.4)
+
+
+# --- cards, galleries, before / after ------------------------------------------------------------
+
+
+def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int | None = None, prefix: str = ""):
+    """One prediction: the screenshot, the ground-truth box, the predicted click (filled circle:
+    hit, cross: miss; at the edge with an arrow when off the screenshot) and a caption
+    (`card_title`, after `prefix`) wrapped at `wrap` characters (None: what fits), never cut
+    short. Alone (no `ax`), it has a legend. Returns the figure."""
+    alone = ax is None
+    if alone:
+        w, h = image.size
+        wrap = wrap or chars_per_line(4.5, readable_points(4.5))
+        extra = len(_caption(record, prefix, wrap, image.size)) * readable_points(4.5) * 1.25 / 72
+        with readable(4.5):
+            fig, ax = plt.subplots(figsize=(4.5, min(9.0, 4.5 * h / w) + extra + 1.0), layout="constrained")
+    size = readable_points(ax.figure.get_figwidth())
+    ax.imshow(image)
+    ax.axis("off")
+    ax.set_anchor("N")  # spare height of a grid cell goes below the picture, never between it and its caption
+    _mark(ax, record)
+    wrap = wrap or chars_per_line(ax.figure.get_figwidth() * ax.get_position().width, size)
+    ax.set_title("\n".join(_caption(record, prefix, wrap, image.size)), fontsize=size, loc="left")
+    if alone:
+        add_legend(ax.figure)
+    return ax.figure
+
+
+def _caption(record: dict, prefix: str, wrap: int, image_size=None) -> list[str]:
+    return wrap_caption(card_title(record, prefix, image_size), wrap)
+
+
+def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, width: float = 3.6):
+    """A grid of prediction cards (the first `limit` records) under one legend; each caption names
+    its record's task where it has one (`draw.record_task`)."""
+    records = list(records)[:limit]
+    pictures = [image_for(images, r) for r in records]
+    n = max(1, len(records))
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    wrap = chars_per_line(width, readable_points(width * cols))
+    lines = max((len(_caption(r, "", wrap, im.size)) for r, im in zip(records, pictures, strict=True)), default=0)
+    with readable(width * cols):
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, cell_height(pictures, width, width * cols, lines)
+                                                      * rows + legend_height(width * cols)),
+                                 squeeze=False, layout="constrained")
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, rec, im in zip(axes.flat, records, pictures, strict=False):
+        prediction_card(rec, im, ax=ax, wrap=wrap)
+    if records:
+        add_legend(fig)
+    return fig
+
+
+def cell_height(pictures: Sequence[Image.Image], width: float, fig_width: float, lines: int) -> float:
+    """Figure inches per card: the tallest picture at `width` inches wide, plus `lines` of caption."""
+    aspect = max((im.height / im.width for im in pictures), default=1.0)
+    return width * min(aspect, 2.2) + lines * readable_points(fig_width) * 1.25 / 72 + 0.15
+
+
+def legend_height(fig_width: float) -> float:
+    """Figure inches a legend of three entries and a title takes."""
+    return 3.2 * readable_points(fig_width) * 1.3 / 72
+
+
+def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
+                 limit: int = 6, width: float = 3.6):
+    """Two prediction files on the same rows, side by side (one row of the figure per step, its
+    captions naming the row's task where it has one). Steps whose outcome changed come first (fixed,
+    then broken), then the rest."""
+    b = {r["id"]: r for r in before}
+    pairs = [(b[r["id"]], r) for r in after if r["id"] in b]
+
+    def order(pair):
+        hb, ha = bool(outcome(pair[0])["hit"]), bool(outcome(pair[1])["hit"])
+        return 0 if (not hb and ha) else 1 if (hb and not ha) else 2
+
+    pairs = sorted(pairs, key=order)[:limit]
+    pictures = [image_for(images, ra) for _, ra in pairs]
+    n = max(1, len(pairs))
+    wrap = chars_per_line(width, readable_points(width * 2))
+    captions = [_caption(r, f"[{label}] ", wrap, im.size) for pair, im in zip(pairs, pictures, strict=True)
+                for r, label in zip(pair, labels, strict=True)]
+    lines = max(map(len, captions), default=0)
+    with readable(width * 2):
+        fig, axes = plt.subplots(n, 2, figsize=(width * 2, cell_height(pictures, width, width * 2, lines) * n
+                                                + legend_height(width * 2)), squeeze=False, layout="constrained")
+    for ax in axes.flat:
+        ax.axis("off")
+    for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
+        for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
+            prediction_card(rec, image, ax=axes[i, j], prefix=f"[{label}] ", wrap=wrap)
+    if pairs:
+        add_legend(fig)
+    return fig
+
+
+# --- online episodes -----------------------------------------------------------------------------
+
+
+def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float = 2.6, title: str | None = None):
+    """One online episode as a strip of its screenshots, in step order: on each, the scripted target
+    box and the predicted click (filled circle: hit, cross: miss, crosshair: no ground truth at that
+    step; at the edge with an arrow when off the screenshot), under a caption of the step's answer
+    and what the page did, wrapped, never cut short. `images` is the run folder (records name their
+    `screenshot` file in it), a mapping of record id to image, or a function of the record. Returns
+    the figure (titled by task, seed, instruction and outcome unless `title`)."""
+    records = sorted(records, key=lambda r: r.get("step", 0))
+    if not records:
+        raise ValueError("no step records: pass the records of one episode (an online run's steps.jsonl)")
+    folder = Path(images) if isinstance(images, (str, Path)) else None
+    pictures = [Image.open(folder / r["screenshot"]).convert("RGB") if folder else image_for(images, r)
+                for r in records]
+    n = len(records)
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    fig_w = max(width * cols, 6.5)  # room for the title and legend even under one screenshot
+    size = readable_points(fig_w)
+    wrap = chars_per_line(fig_w / cols, size)
+    captions = [wrap_caption(_strip_caption(r, im.size), wrap) for r, im in zip(records, pictures, strict=True)]
+    lines = max(map(len, captions))
+    head = wrap_lines(title if title is not None else _strip_title(records), chars_per_line(fig_w, size), 3)
+    with readable(fig_w):
+        fig, axes = plt.subplots(rows, cols, squeeze=False, layout="constrained",
+                                 figsize=(fig_w, cell_height(pictures, min(width, fig_w / cols), fig_w, lines) * rows
+                                          + legend_height(fig_w) + len(head) * size * 1.4 / 72))
+        for ax in axes.flat:
+            ax.axis("off")
+        for ax, rec, im, caption in zip(axes.flat, records, pictures, captions, strict=False):
+            _strip_panel(ax, rec, im, size)
+            ax.set_title("\n".join(caption), fontsize=size, loc="left")
+        fig.suptitle("\n".join(head), fontsize=size)
+        unknown = Line2D([], [], **unknown_style(size), label="click, no scripted step to check")
+        fig.legend(handles=[*legend_handles(size), unknown], loc="outside lower center", ncols=2, frameon=False,
+                   title="positions in screenshot pixels", columnspacing=1.2, handletextpad=0.4)
+    return fig
+
+
+def _strip_panel(ax, record: dict, image: Image.Image, size: float) -> None:
+    """A screenshot framed in grey (the page is mostly white), its target box and the click."""
+    ax.axis("on")
+    ax.imshow(image)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_edgecolor("0.6")
+    ax.set_anchor("N")
+    if record.get("gt_action") is not None:
+        _mark(ax, record)
+    elif shown_point(record) is not None:
+        _click(ax, shown_point(record), unknown_style(size), size)
+        _keep_frame(ax)
+
+
+def _strip_caption(record: dict, image_size=None) -> list[str]:
+    """A strip panel's caption: step and outcome, the answer (point in screenshot pixels), the page's state."""
+    if record.get("gt_action") is None:
+        verdict = "? no scripted step"
+    else:
+        verdict = "✓ hit" if outcome(record)["hit"] else "✗ miss"
+    lines = [f"step {record.get('step', 0) + 1} · {verdict}"]
+    if record.get("failed"):
+        lines.append(f"unparsable: {record['failed']}")
+    else:
+        answer = str(record.get("pred_action"))
+        point = shown_point(record)
+        if point is not None:
+            answer += f" {fmt_point(point)}" + (", off the screenshot" if off_image(point, image_size) else "")
+        if record.get("pred_input_text") not in (None, "no input text"):
+            answer += f" {record['pred_input_text']!r}"
+        lines.append(answer)
+    if record.get("done"):
+        lines.append(f"page: done, reward {float(record.get('raw_reward', 0)):g}")
+    return lines
+
+
+def _strip_title(records: Sequence[dict]) -> str:
+    last = records[-1]
+    solved = bool(last.get("done")) and float(last.get("raw_reward", 0)) >= 1.0
+    result = (f"solved in {len(records)} step{'s' if len(records) > 1 else ''}" if solved
+              else f"not solved (page reward {float(last.get('raw_reward', 0)):g}"
+                   f"{'' if last.get('done') else ', not done'})")
+    return f"{last.get('task', '')} · seed {last.get('seed', '')} · {result}\n{last.get('instruction', '')}"

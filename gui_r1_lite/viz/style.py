@@ -1,0 +1,82 @@
+"""What every picture shares: the colour-blind-safe palette and markers, text sized for the width a
+notebook shows a figure at, caption wrapping, and how a point is written in a caption."""
+
+from __future__ import annotations
+
+import math
+import textwrap
+
+import matplotlib.pyplot as plt
+
+from ..geometry import as_float
+
+# Okabe & Ito's palette (blue, bluish green, vermillion, orange) stays distinct under the common
+# colour-vision deficiencies; hit and miss also differ in shape, so neither depends on colour alone.
+GT_COLOR = (0, 114, 178)
+HIT_COLOR = (0, 158, 115)
+MISS_COLOR = (213, 94, 0)
+UNKNOWN_COLOR = (230, 159, 0)
+#: matplotlib marker of a predicted click that hit / missed (a filled circle, a filled X).
+HIT_MARKER, MISS_MARKER = "o", "X"
+
+#: A notebook column shows a figure at most this many pixels wide (wider ones are shrunk to fit).
+NOTEBOOK_WIDTH_PX = 900
+#: Inline figures render at this many dots per inch.
+SCREEN_DPI = 100
+#: The smallest text height (pixels, one em) any figure here shows in a notebook.
+MIN_TEXT_PX = 12
+#: A caption line wraps onto at most this many lines; only text beyond that (an answer thousands of
+#: characters long) is cut, with "…", so that one card cannot push the others off the page.
+CAPTION_LINE_MAX = 12
+
+
+def readable_points(fig_width_in: float) -> float:
+    """The font size (points) that is `MIN_TEXT_PX` tall when a figure `fig_width_in` inches wide
+    is shown in a notebook: at `SCREEN_DPI`, shrunk to `NOTEBOOK_WIDTH_PX` when wider than that."""
+    shrink = min(1.0, NOTEBOOK_WIDTH_PX / (fig_width_in * SCREEN_DPI))
+    return MIN_TEXT_PX * 72 / (SCREEN_DPI * shrink)
+
+
+def readable(width_in: float):
+    """rc settings under which a figure `width_in` inches wide is made: every default text readable."""
+    size = readable_points(width_in)
+    return plt.rc_context({"font.size": size, "axes.titlesize": size, "axes.labelsize": size,
+                           "xtick.labelsize": size, "ytick.labelsize": size, "legend.fontsize": size,
+                           "legend.title_fontsize": size, "figure.titlesize": size})
+
+
+def rgb(color: tuple[int, int, int]) -> tuple[float, float, float]:
+    """An 8-bit colour as matplotlib's 0-1 floats."""
+    return tuple(c / 255 for c in color)
+
+
+def wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
+    """`text` wrapped at `width` characters line by line (its own line breaks kept), at most `max_lines`."""
+    lines = [w for part in text.split("\n") for w in (textwrap.wrap(part, width) or [""])]
+    if len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: max(1, width - 1)] + "…"
+    return lines
+
+
+def wrap_caption(lines: list[str], width: int) -> list[str]:
+    """Caption lines, each wrapped at `width` characters onto as many lines as it needs (up to
+    `CAPTION_LINE_MAX`): a caption is never cut short to fit a fixed number of lines."""
+    return [x for line in lines for x in wrap_lines(line, width, CAPTION_LINE_MAX)]
+
+
+def chars_per_line(panel_width_in: float, font_pt: float) -> int:
+    """About how many characters of a `font_pt` font fit across a panel (DejaVu Sans: ~0.55 em each)."""
+    return max(12, int(panel_width_in * 72 * 0.92 / (0.55 * font_pt)))
+
+
+def fmt_coord(v: float) -> str:
+    """One coordinate for a caption: whole pixels, or 3 significant digits where that would run to
+    dozens of digits (a policy can answer 1e308)."""
+    v = as_float(v)
+    return f"{v:.0f}" if math.isfinite(v) and abs(v) < 1e7 else f"{v:.3g}"
+
+
+def fmt_point(p) -> str:
+    """A point for a caption, "(x, y)"; "-" for none."""
+    return "-" if p is None else f"({fmt_coord(p[0])}, {fmt_coord(p[1])})"
