@@ -1,9 +1,12 @@
 """The run profiles: what changes between a laptop CPU run and a GPU run (model, quantisation,
-data, sizes). Nothing else does: the same code paths serve both."""
+data, sizes). Nothing else does: the same code paths serve both. A notebook's `profile` parameter may
+change fields after the name ("cpu-mini eval_limit=4"), so its parameter cell stays short."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import ast
+import re
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from .modeling import Quantization
@@ -40,6 +43,12 @@ class Profile:
     eval_limit: int = 0
     eval_max_new_tokens: int | None = None
     eval_own_pixels: bool = False
+    # notebook 05 also scores GUI-R1's own benchmark parquet files in this folder (e.g. screenspot_test.parquet;
+    # "": only data_dir/test), and after a miniature the first rows of each task it never trained on
+    eval_benchmark_dir: str = ""
+    eval_transfer_rows: int = 2
+    # MiniWoB++ episodes per task that notebook 05 plays live in headless Chromium (0: skip that section)
+    eval_online_episodes: int = 2
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +98,26 @@ PROFILES: dict[str, Profile] = {
 
 
 def get_profile(name: str) -> Profile:
+    """The profile `name`, or with some fields changed: "cpu-mini eval_limit=4 difficulty_band=(0.0, 0.5)".
+    Values are read as Python literals (a bare word as a string) and must have the field's type."""
+    base, *changes = re.split(r"\s+(?=\w+=)", name.strip())
     try:
-        return PROFILES[name]
+        prof = PROFILES[base]
     except KeyError:
-        raise KeyError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}") from None
+        raise KeyError(f"unknown profile {base!r}; choose one of {sorted(PROFILES)}") from None
+    known = {f.name: getattr(prof, f.name) for f in fields(Profile)}
+    overrides = {}
+    for change in changes:
+        key, _, text = change.partition("=")
+        if key not in known or key == "name":
+            raise KeyError(f"profile {name!r}: no field {key!r} to change; fields: {sorted(set(known) - {'name'})}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            value = text.strip()
+        was = known[key]
+        if was is not None and value is not None and not isinstance(value, type(was)) and \
+                not (isinstance(was, float) and isinstance(value, int)):
+            raise ValueError(f"profile {name!r}: {key} must be {type(was).__name__} like {was!r}, got {text!r}")
+        overrides[key] = value
+    return replace(prof, **overrides)

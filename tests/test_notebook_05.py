@@ -22,8 +22,8 @@ def test_05_evaluation(tmp_path, tiny_model_dir):
         write_benchmark_files(data / "test")
     out = tmp_path / "05"
     pipeline.run_notebook(NOTEBOOK, tmp_path / "05.ipynb", {
-        "profile": "cpu-mini", "output_dir": str(out), "data_dir": str(data), "run_dir": str(tmp_path),
-        "model_dir": str(tiny_model_dir), "limit": 4, "max_new_tokens": 16})
+        "profile": "cpu-mini eval_limit=4 eval_max_new_tokens=16", "output_dir": str(out), "data_dir": str(data),
+        "run_dir": str(tmp_path), "model_dir": str(tiny_model_dir)})
     result = json.loads((out / "result.json").read_text())
     assert set(result["policies"]) == {"oracle", "random", "base"} and result["transfer"] == {}
     files = [p.stem for p in sorted((data / "test").glob("*.parquet"))]
@@ -68,9 +68,8 @@ def test_05_after_a_miniature_shows_its_tasks_the_gain_and_the_transfer(tmp_path
     fake_miniature(tmp_path, tiny_model_dir)
     out = tmp_path / "05"
     pipeline.run_notebook(NOTEBOOK, tmp_path / "05.ipynb", {
-        "profile": "cpu-mini", "output_dir": str(out), "data_dir": str(ROOT / "data_samples"),
-        "run_dir": str(tmp_path), "model_dir": str(tiny_model_dir), "limit": 1, "max_new_tokens": 8,
-        "transfer_rows": 1})
+        "profile": "cpu-mini eval_limit=1 eval_max_new_tokens=8 eval_transfer_rows=1", "output_dir": str(out),
+        "data_dir": str(ROOT / "data_samples"), "run_dir": str(tmp_path), "model_dir": str(tiny_model_dir)})
     result = json.loads((out / "result.json").read_text())
     assert set(result["transfer"]) == {"warm", "sft", "sft_grpo"}
     assert all(m["n"] == 14 - len(TASKS) for m in result["transfer"].values())  # one row of each task never trained
