@@ -27,7 +27,6 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,17 +59,16 @@ from .errors import RunFailed, UsageError, run_cli
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS, NO_POINT, rescale_pixels
 from .metrics import summarize, to_markdown
 from .modeling import QUANTIZATIONS
-from .runfolder import (
-    RUN_FILE,
-    RunFolderMismatch,
+from .runfolder import (  # RUN_FILE and RunFolderMismatch: also evaluate's names, where tests read them
+    RUN_FILE,  # noqa: F401
+    RunFolderMismatch,  # noqa: F401
     as_stored,
-    differences,
+    completer_identity,
     digest,
-    fingerprint,
-    read_record,
-    refuse,
+    model_identity,
     writable_folder,
 )
+from .runfolder import open_run_folder as open_folder
 from .runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 
 DEFAULT_MAX_NEW_TOKENS = 256
@@ -353,54 +351,7 @@ def as_completer(policy: Any, seed: int = 0) -> Completer:
                     f"got {type(policy).__name__}")
 
 
-def completer_identity(completer: Completer) -> dict:
-    """What makes a completer's answers, as a run folder records it: its `identity()` when it has
-    one, else its class and name."""
-    identity = getattr(completer, "identity", None)
-    if callable(identity):
-        return identity()
-    return {"class": f"{type(completer).__module__}.{type(completer).__qualname__}", "name": completer.name}
-
-
 # --- what made a run folder -------------------------------------------------------------------------
-
-#: The files of a model or adapter folder that loading reads (run files beside them, such as
-#: logs, metrics or stage records, change without changing the model).
-MODEL_FILES = ("config.json", "generation_config.json", "adapter_config.json", "preprocessor_config.json",
-               "video_preprocessor_config.json", "processor_config.json", "tokenizer.json", "tokenizer_config.json",
-               "special_tokens_map.json", "added_tokens.json", "vocab.json", "merges.txt", "chat_template.json",
-               "chat_template.jinja")
-WEIGHT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".bin")
-_NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "scheduler.bin")
-
-
-def _is_model_file(name: str) -> bool:
-    return name in MODEL_FILES or (name.endswith(WEIGHT_SUFFIXES) and name not in _NOT_WEIGHTS)
-
-
-def source_identity(source: str | os.PathLike) -> dict:
-    """A model or adapter source as a run folder compares it: a local folder by a hash of its
-    weight and configuration files (`MODEL_FILES`, `WEIGHT_SUFFIXES`; not its path, so a moved
-    folder still resumes; large weights hashed cheaply), anything else by its hub id."""
-    path = Path(source).expanduser()
-    if not path.is_dir():
-        return {"hub_id": os.fspath(source)}
-    files = sorted(p for p in path.iterdir() if p.is_file() and _is_model_file(p.name))
-    return {"folder_sha256": digest(files, cheap=True)}
-
-
-def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None = None,
-                   quantization: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
-                   top_p: float = 1.0, num_return_sequences: int = 1, repetition_penalty: float = 1.0) -> dict:
-    """What makes a model policy's answers: the model and adapter (`source_identity`), the
-    quantisation and `ModelCompleter`'s decoding settings (greedy, no repetition penalty by default)."""
-    generation: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_return_sequences,
-                                  "repetition_penalty": float(repetition_penalty)}
-    if do_sample:
-        generation.update(temperature=temperature, top_p=top_p)
-    return {"model": source_identity(model), "adapter": None if adapter is None else source_identity(adapter),
-            "quantization": quantization, "generation": generation}
-
 
 @dataclass
 class Benchmark:
@@ -453,25 +404,11 @@ def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max
 def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, overwrite: bool = False,
                     about: dict | None = None) -> Path:
     """Make `out_dir` the folder of the run `made_by` describes (`run_record`), before anything is
-    predicted: a new or empty folder gets `run.json`; a folder whose `run.json` matches is resumed;
-    a folder of predictions made otherwise (or by nobody known) is refused with `RunFolderMismatch`,
-    or with `overwrite` its predictions and metrics are deleted and the run starts fresh. `about`
-    (paths, names) is stored beside `made_by` and not compared."""
-    out = writable_folder(out_dir, "--out")
-    old = read_record(out)
-    if old is not None and old.get("made_by") == made_by:
-        return out
-    if not overwrite and any(True for _ in iter_jsonl(out / PREDICTIONS)):
-        diffs = differences(old["made_by"], made_by) if isinstance((old or {}).get("made_by"), dict) else None
-        refuse(out, f"predictions ({PREDICTIONS})", diffs,
-               fresh=f"To start fresh, pass another --out, delete {out}, or pass --overwrite (overwrite=True)",
-               resume=f"to resume that run, run again with the same arguments (see {out / RUN_FILE})",
-               error=RunFolderMismatch)
-    for name in (PREDICTIONS, METRICS_JSON, METRICS_MD):
-        (out / name).unlink(missing_ok=True)
-    write_json_atomic(out / RUN_FILE, {"made_by": made_by, "fingerprint": fingerprint(made_by), **(about or {}),
-                                       "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    return out
+    predicted (`runfolder.open_run_folder`): resumed when its `run.json` matches, refused with
+    `RunFolderMismatch` when it holds predictions made otherwise, unless `overwrite` deletes them."""
+    return open_folder(out_dir, made_by, results=[PREDICTIONS], clear=[METRICS_JSON, METRICS_MD],
+                       holds=f"predictions ({PREDICTIONS})", resume="to resume that run, run again with the same "
+                       "arguments", overwrite=overwrite, about=about)
 
 
 # --- records ---------------------------------------------------------------------------------------

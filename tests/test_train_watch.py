@@ -65,9 +65,8 @@ def test_bad_validation_settings_fail_before_the_model_loads(over, words, tmp_pa
     from gui_r1_lite import modeling
 
     monkeypatch.setattr(modeling, "load_policy", lambda *a, **k: pytest.fail("the model was loaded"))
-    cfg = TrainConfig.from_dict({"output_dir": str(tmp_path / "run"), **SMALL, **over})
-    with pytest.raises(ConfigError, match=words):
-        train(cfg)
+    with pytest.raises(ConfigError, match=words):  # a count is refused when the settings are read
+        train(TrainConfig.from_dict({"output_dir": str(tmp_path / "run"), **SMALL, **over}))
     assert not (tmp_path / "run").exists()
 
 

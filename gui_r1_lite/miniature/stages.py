@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..progress import report
-from ..runio import read_json, write_json_atomic
+from ..runfolder import read_record
+from ..runio import write_json_atomic
 from .settings import MiniatureSettings
 from .splits import task_of
 
@@ -35,15 +36,6 @@ def _quiet(log: Path, progress: bool) -> Iterator[None]:
         yield
 
 
-def _read_stage(path: Path) -> dict | None:
-    """A finished stage's record; None when it is missing or unreadable (the stage runs again)."""
-    try:
-        value = read_json(path)
-    except (FileNotFoundError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False,
               announce: dict | None = None, record: dict | None = None) -> dict:
     """Run `fn` once: its result (plus `seconds` and `record`, e.g. the threads it ran on) is stored
@@ -53,7 +45,7 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
     that runs reports its start (`announce`: `progress.report`'s fields, "stage" among them) and
     its end to the main job."""
     done = folder / STAGE_FILE
-    finished = _read_stage(done)
+    finished = read_record(folder, STAGE_FILE)  # None when missing or torn: the stage runs again
     if finished is not None:
         return {**finished, "skipped": True}
     if fresh and folder.exists():

@@ -35,7 +35,10 @@ def is_complete(checkpoint: Path) -> bool:
 
 
 def last_checkpoint(output_dir: str | os.PathLike) -> str | None:
-    """The newest *complete* `checkpoint-N` in `output_dir` (one killed while saving is skipped)."""
+    """The newest *complete* `checkpoint-N` in `output_dir` (one killed while saving is skipped).
+
+    Not `transformers.trainer_utils.get_last_checkpoint`: it returns the newest folder whatever is in
+    it, and resuming from one a kill cut short fails (tests/test_train_resume.py kills mid-run)."""
     complete = [d for _, d in checkpoints(output_dir) if is_complete(d)]
     return str(complete[-1]) if complete else None
 

@@ -1,26 +1,27 @@
-"""Training settings: `TrainConfig` holds what is ours (model, quantisation, LoRA, data, pixels,
-rewards, device, resume); every other recipe key is a setting of TRL's `GRPOConfig` / `SFTConfig`,
-passed to it as TRL names it. Recipes stay one flat mapping; all checks run before any model loads.
+"""A run's settings, read from one flat mapping of our keys and TRL's: ours are `TrainArguments`,
+every other key is a setting of TRL's `GRPOConfig` / `SFTConfig` by TRL's name (`method` picks
+which). On the command line a YAML recipe (`--config`) comes first and flags override its keys;
+the flags are built by `TrlParser` from the two dataclasses, as TRL's own scripts and open-r1 build
+theirs. Our defaults for TRL's settings apply where ours differ; every check runs before any model
+loads (`TrainConfig.validate`).
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
+import sys
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, NoReturn
 
 import yaml
 
-from ..actions import Compat
-from ..errors import UsageError
-from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
-from ..modeling import Quantization, native_bf16
-
-Method = Literal["grpo", "sft"]
-METHODS: tuple[str, ...] = typing.get_args(Method)
+from ..modeling import native_bf16
+from .arguments import METHODS, ConfigError, TrainArguments
+from .checks import check_config
 
 #: TRL settings whose value in our runs differs from TRL's default; a recipe or flag may set each.
 COMMON_DEFAULTS: dict[str, Any] = {
@@ -46,10 +47,6 @@ DERIVED: dict[str, str] = {
 }
 
 
-class ConfigError(UsageError):
-    """A configuration that cannot run; the message says what to change (exit code 2)."""
-
-
 def checkpointing_field(cls) -> str:
     """The name `cls` (a TRL config class) gives gradient checkpointing: transformers 5.24 renamed
     `gradient_checkpointing` to `activation_checkpointing`; 5.15-5.23 (Colab's, a GPU image's) know
@@ -73,80 +70,25 @@ def trl_defaults(method: str) -> dict[str, Any]:
 
 
 @dataclass
-class TrainConfig:
-    """The settings of a run that are ours; `trl_args` holds the recipe's TRL settings, by TRL's name.
+class TrainConfig(TrainArguments):
+    """A run's settings: ours (the fields of `TrainArguments`) and, in `trl_args`, the TRL settings
+    given, by TRL's name. Build one with `from_dict` / `from_yaml` / `from_cli` (one flat mapping of
+    both kinds of key); `to_dict()` gives that mapping back."""
 
-    Build one with `from_dict` / `from_yaml` / `from_cli` (one flat mapping of both kinds of key);
-    `to_dict()` gives that mapping back."""
-
-    method: Method = field(default="grpo", metadata={"help": "grpo (GUI-R1's method) or sft (the baseline)"})
-    model: str = field(default="tiny", metadata={
-        "help": "hub id, local folder, or 'tiny' (a small Qwen2.5-VL built into <output_dir>/base_model)"})
-    tiny: dict = field(default_factory=dict, metadata={
-        "help": "keyword arguments of tiny.build_tiny_model when model is 'tiny', e.g. {hidden_size: 128}"})
-    tiny_seed: int = field(default=0, metadata={"help": "seed of the tiny model's random weights"})
-    quantization: Quantization | None = field(default=None, metadata={
-        "help": "null (full precision), 4bit (QLoRA, NF4) or 8bit; needs bitsandbytes and an adapter"})
-    lora: bool = field(default=True, metadata={"help": "train a LoRA adapter (else every weight)"})
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank"})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (the update is scaled by alpha / r)"})
-    lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA input"})
-    train_vision: bool = field(default=False, metadata={
-        "help": "also train the vision tower (LoRA on its layers, or its weights without LoRA)"})
-    init_adapter: str | None = field(default=None, metadata={
-        "help": "folder of a saved adapter to start from and go on training (e.g. the SFT warm start)"})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "recompute activations in the backward pass (less memory); applied when the model loads"})
-    train_data: str = field(default="data_samples/train", metadata={
-        "help": "GUI-R1 data: hub id (ritzzai/GUI-R1), parquet file or folder of parquet files"})
-    train_split: str | None = field(default=None, metadata={"help": "split of hub data (e.g. train)"})
-    limit: int | None = field(default=None, metadata={"help": "use at most this many rows"})
-    min_pixels: int = field(default=GUI_R1_MIN_PIXELS, metadata={
-        "help": "screenshots smaller than this many pixels are scaled up (processor and boxes alike)"})
-    max_pixels: int = field(default=GUI_R1_MAX_PIXELS, metadata={
-        "help": "screenshots larger than this many pixels are scaled down (processor and boxes alike)"})
-    rewards: dict = field(default_factory=lambda: {"gui_r1": 1.0}, metadata={
-        "help": "GRPO rewards by registered name, with weights, e.g. {gui_r1: 1.0, point_gaussian: 0.5}"})
-    compat: Compat = field(default="official", metadata={
-        "help": "official (the original GUI-R1 rules) or strict (the corrected ones)"})
-    monitor_rewards: bool = field(default=True, metadata={
-        "help": "GRPO: also log format and accuracy as reward columns of weight 0 (rewards/format/mean, "
-                "rewards/accuracy/mean) beside the rewards learnt from; watched, they do not change training"})
-    validation_data: str | None = field(default=None, metadata={
-        "help": "held-out GUI-R1 rows to validate on while training (greedy answers, metrics to metrics.jsonl): "
-                "parquet file or folder (e.g. data_samples/test), or a hub id with validation_split; null: none"})
-    validation_split: str | None = field(default=None, metadata={
-        "help": "split of hub validation data (e.g. androidcontrol_low_test)"})
-    validation_steps: int = field(default=5, metadata={
-        "help": "validate every this many training steps (GUI-R1 validates every 5)"})
-    validation_limit: int = field(default=16, metadata={
-        "help": "validate on at most this many rows (the first rows of each file, shared out evenly)"})
-    validation_max_new_tokens: int | None = field(default=None, metadata={
-        "help": "longest validation answer in tokens; null: max_completion_length (GRPO) or 256 (SFT)"})
-    sft_thinking: str = field(default="", metadata={"help": "text inside <think> of the SFT targets"})
-    device: str = field(default="auto", metadata={"help": "auto (CUDA when present), cpu or cuda"})
-    resume: bool = field(default=False, metadata={
-        "help": "continue from the newest complete checkpoint in output_dir (a killed run's)"})
     trl_args: dict = field(default_factory=dict, metadata={
-        "help": "settings of TRL's GRPOConfig / SFTConfig, by TRL's name (learning_rate, max_steps, ...)"})
-
-    @classmethod
-    def own_fields(cls) -> list[dataclasses.Field]:
-        """Our settings (every field but `trl_args`)."""
-        return [f for f in dataclasses.fields(cls) if f.name != "trl_args"]
+        "help": "settings of TRL's GRPOConfig / SFTConfig given, by TRL's name (learning_rate, max_steps, ...)"})
 
     @classmethod
     def from_dict(cls, values: dict[str, Any], source: str = "config") -> TrainConfig:
         """One flat mapping of our keys and TRL's; `source` (a file, "command line") names it in errors."""
         if "trl_args" in values:
             raise ConfigError(f"{source}: give TRL's settings as keys of their own, not under trl_args")
-        ours = {f.name for f in cls.own_fields()}
-        own = {k: v for k, v in values.items() if k in ours}
-        method = own.get("method", "grpo")
+        hints = typing.get_type_hints(TrainArguments)
+        method = values.get("method", "grpo")
         if method not in METHODS:
             raise ConfigError(f"{source}: method must be one of {METHODS}, got {method!r}")
-        own = {k: coerce_number(k, v, _own_hints()[k], source) for k, v in own.items()}
-        rest = {k: v for k, v in values.items() if k not in ours}
+        own = {k: coerce_number(k, v, hints[k], source) for k, v in values.items() if k in hints}
+        rest = {k: v for k, v in values.items() if k not in hints}
         return cls(**own, trl_args=check_trl_args(rest, method, source))
 
     @classmethod
@@ -156,10 +98,19 @@ class TrainConfig:
 
     @classmethod
     def from_cli(cls, argv: list[str] | None = None) -> TrainConfig:
-        """`--config recipe.yaml` and flags (which override it); `--help` lists them all."""
-        from .flags import parse_flags
-
-        return parse_flags(argv)
+        """`--config recipe.yaml` and flags, which override its keys; `--help` lists them all and exits.
+        The recipe and `--method` are read first: the method decides which of TRL's config classes
+        gives the flags."""
+        argv = sys.argv[1:] if argv is None else list(argv)
+        first, _ = FirstPass().parse_known_args(argv)
+        recipe = read_recipe(first.config) if first.config else {}
+        method = first.method or recipe.get("method", "grpo")
+        if method not in METHODS:
+            raise ConfigError(f"method must be one of {METHODS}, got {method!r}")
+        if "-h" in argv or "--help" in argv:
+            build_parser(method, show_defaults=True).parse_args(argv)  # prints the help and exits
+        source = f"{first.config} and the command line" if first.config else "command line"
+        return cls.from_dict({**recipe, **given_flags(build_parser(method), argv)}, source=source)
 
     def to_dict(self) -> dict[str, Any]:
         """The flat mapping `from_dict` reads: our settings, then the TRL settings given."""
@@ -169,7 +120,7 @@ class TrainConfig:
     def get(self, name: str) -> Any:
         """The value a run uses for `name`, ours or TRL's: as set, else our default, else TRL's."""
         if name in {f.name for f in self.own_fields()}:
-            return getattr(self, name)
+            return super().get(name)
         if name in self.trl_args:
             return self.trl_args[name]
         defaults = trl_defaults(self.method)
@@ -180,6 +131,14 @@ class TrainConfig:
             raise KeyError(f"{name!r} is neither our setting nor one of TRL's {cls.__name__}")
         f = cls.__dataclass_fields__[name]
         return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+    def setting_names(self) -> set[str]:
+        """Every setting this run names: ours, the TRL settings given, and those we give a default."""
+        return {f.name for f in self.own_fields()} | set(self.trl_args) | set(trl_defaults(self.method))
+
+    def default_of(self, name: str) -> Any:
+        """The value a run of this method gets for `name` when nothing sets it (KeyError: no such setting)."""
+        return TrainConfig(method=self.method).get(name)
 
     def use_cpu(self) -> bool:
         """Whether the run trains on the CPU: asked for, or no CUDA device is visible."""
@@ -211,8 +170,6 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Check what TRL cannot (settings of ours, and ours against TRL's), then let TRL check its own."""
-        from .checks import check_config
-
         check_config(self)
         self.trainer_args()
         return self
@@ -246,10 +203,6 @@ def _where(exc: yaml.YAMLError) -> str:
     return text
 
 
-def _own_hints() -> dict[str, Any]:
-    return typing.get_type_hints(TrainConfig)
-
-
 def coerce_number(name: str, value: Any, hint: Any, source: str) -> Any:
     """`value` as the number `hint` asks for when it came as text: YAML 1.1 reads `1e-5` (no dot) as
     a string, and numbers are numbers whichever way they are written."""
@@ -276,8 +229,63 @@ def check_trl_args(values: dict[str, Any], method: str, source: str) -> dict[str
         raise ConfigError(f"{source}: {derived[0]} is derived from our settings: {DERIVED[derived[0]]}")
     unknown = sorted(set(values) - set(cls.__dataclass_fields__))
     if unknown:
-        ours = [f.name for f in TrainConfig.own_fields()]
+        ours = [f.name for f in TrainArguments.own_fields()]
         raise ConfigError(f"{source}: unknown key(s) {unknown}: neither our settings {ours} nor settings of TRL's "
                           f"{cls.__name__} (see python -m gui_r1_lite.train --method {method} --help)")
     hints = typing.get_type_hints(cls)
     return {k: coerce_number(k, v, hints[k], source) for k, v in values.items()}
+
+
+# --- the command line -------------------------------------------------------------------------------
+
+PROG = "python -m gui_r1_lite.train"
+USAGE = f"{PROG} [--config RECIPE.yaml] [--method {{grpo,sft}}] [--SETTING VALUE ...]"
+DESCRIPTION = """GRPO / SFT training of a Qwen2.5-VL GUI agent.
+
+A run's settings are one flat mapping: a YAML recipe (--config), then the flags on top of it. Our
+settings are listed last; every other flag is a setting of TRL's GRPOConfig (or, with --method sft,
+SFTConfig), passed to it unchanged. A default shown is what a run gets (ours where it differs from
+TRL's); use_cpu, bf16 (when unset), reward_weights and activation_checkpointing follow from ours."""
+
+
+def _command_line_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+    """A bad flag is a `ConfigError` naming it (exit code 2 through `run_cli`), not argparse's exit."""
+    raise ConfigError(f"command line: {message}")
+
+
+class FirstPass(argparse.ArgumentParser):
+    """`--config` and `--method`, read before the flags: they decide which flags there are."""
+
+    error = _command_line_error
+
+    def __init__(self) -> None:
+        super().__init__(add_help=False, allow_abbrev=False)
+        self.add_argument("--config")
+        self.add_argument("--method")
+
+
+def build_parser(method: str, show_defaults: bool = False) -> argparse.ArgumentParser:
+    """TRL's parser of TRL's config class for `method` and of `TrainArguments` (ours win the one name
+    both have, gradient_checkpointing: TRL's is derived), with `--config`. `show_defaults` shows
+    the default a run gets (ours where it differs from TRL's), for `--help`."""
+    from trl import TrlParser
+
+    class Parser(TrlParser):
+        error = _command_line_error
+
+    parser = Parser([trl_config_class(method), TrainArguments], prog=PROG, usage=USAGE, description=DESCRIPTION,
+                    conflict_handler="resolve", allow_abbrev=False)
+    parser.add_argument("--config", help="YAML recipe (configs/*.yaml); flags override its keys")
+    if show_defaults:
+        parser.set_defaults(**trl_defaults(method))
+    return parser
+
+
+def given_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
+    """The settings `argv` gives, by name, read by `parser`: with every default SUPPRESSed, argparse
+    leaves out what was not given, so a recipe's value stands unless a flag overrides it."""
+    for action in parser._actions:  # as TrlParser.set_defaults_with_config sets them (set_defaults would
+        action.default = argparse.SUPPRESS  # also fill the namespace with them)
+    flags = vars(parser.parse_args(argv))
+    flags.pop("config", None)
+    return flags

@@ -13,10 +13,15 @@ from typing import Any
 import yaml
 
 from ..actions import format_answer, target_action
+from ..runfolder import RUN_FILE, check_training_folder, record_base_model, run_identity, writable_folder
 from ..runio import is_main_process, write_json_atomic, write_text_atomic
-from .checkpoints import drop_incomplete_checkpoints, last_checkpoint
+from .checkpoints import checkpoints, drop_incomplete_checkpoints, last_checkpoint
 from .config import ConfigError, TrainConfig, trl_defaults
-from .runfolder import prepare_run_folder, record_base_model
+
+#: What a training run writes into its folder besides `checkpoint-N`: any of them means a run was there.
+#: (`base_model`, the built tiny model, is a cache checked by its build arguments; other files, such
+#: as the miniature's log.txt, belong to whoever put them there.)
+RUN_FILES = (RUN_FILE, "train_config.yaml", "data_report.json", "metrics.jsonl", "adapter", "ranks")
 
 
 @dataclass
@@ -97,6 +102,21 @@ def validation_callback(cfg: TrainConfig, args, policy, rows: list, metrics):
                       pixels=(cfg.min_pixels, cfg.max_pixels), metrics=metrics)
 
 
+def prepare_run_folder(cfg: TrainConfig, out: Path) -> dict:
+    """Before any model loads: `out` can be written, the data files exist, and `out` holds no other
+    run (`runfolder.check_training_folder`; the main process checks and writes `run.json`). Returns
+    the run's record."""
+    from ..data import resolve_files
+
+    writable_folder(out, "output_dir", error=ConfigError)
+    identity = run_identity(cfg, resolve_files(cfg.train_data, cfg.train_split), error=ConfigError)
+    if is_main_process():
+        found = [name for name in RUN_FILES if (out / name).exists()] + [d.name for _, d in checkpoints(out)]
+        check_training_folder(out, cfg, identity, found, cfg.resume, error=ConfigError)
+        write_json_atomic(out / RUN_FILE, identity)
+    return identity
+
+
 def write_run_settings(cfg: TrainConfig, out: Path) -> None:
     """`train_config.yaml`: the run's settings as one flat recipe (our defaults for TRL written out),
     so `TrainConfig.from_yaml` of it reproduces the run."""
@@ -105,7 +125,13 @@ def write_run_settings(cfg: TrainConfig, out: Path) -> None:
 
 
 def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
-    """(the policy to train, the model it came from: hub id or folder); seeded before LoRA is drawn."""
+    """(the policy to train, the model it came from: hub id or folder); seeded before LoRA is drawn.
+
+    The quantisation and LoRA configs are `modeling`'s, not `trl.get_quantization_config` /
+    `trl.get_peft_config` (which read TRL's `ModelConfig`): TRL's 4-bit config has no skip list, so
+    the vision tower and lm_head would be quantised too (ours keeps them in the load dtype,
+    `modeling.QUANTIZATION_SKIP`; README, GPU section), and `ModelConfig` has no setting for what
+    `train_vision` adds to the LoRA targets (the vision tower's blocks and merger)."""
     import torch
     from transformers import set_seed
 

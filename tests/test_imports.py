@@ -1,0 +1,155 @@
+"""No import circles in the package, counting every import anywhere in a module: at the top, inside
+functions, under `if TYPE_CHECKING:` or `if __name__ == "__main__":`. A circle that only works
+because one side imports late is still two modules that cannot be read (or moved) one without the
+other. The graph is read from the source (ast), so nothing is imported to build it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "gui_r1_lite"
+
+
+def module_name(path: Path, root: Path) -> str:
+    """`gui_r1_lite.training.config` for `<root>/gui_r1_lite/training/config.py` (a package: its
+    `__init__.py`'s folder)."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
+    """The modules of `known` that the module `name` (source at `path`) imports anywhere. `from X import
+    y` imports `X.y` when that is a module, else `X`; relative imports are resolved against `name`'s
+    package. Importing a module also runs the `__init__` of each package above it that `name` is not
+    itself inside, so those count too."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            targets = [f"{origin}.{a.name}" if f"{origin}.{a.name}" in known else origin for a in node.names]
+        else:
+            continue
+        for target in targets:
+            parts = target.split(".")
+            for i in range(1, len(parts) + 1):
+                above = ".".join(parts[:i])
+                if above in known and (above == target or not (name == above or name.startswith(above + "."))):
+                    found.add(above)
+    found.discard(name)
+    return found
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the package's modules it imports (see `imported_modules`)."""
+    root = package.parent
+    files = {module_name(p, root): p for p in sorted(package.rglob("*.py"))}
+    return {name: imported_modules(path, name, set(files)) for name, path in files.items()}
+
+
+def circle_groups(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that reach each other through imports (Tarjan's strongly connected
+    components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle per group of `circle_groups`, as a path from its first module back to it."""
+    return [_path_through(graph, group) for group in circle_groups(graph)]
+
+
+def _path_through(graph: dict[str, set[str]], group: list[str]) -> list[str]:
+    """A shortest circle from the group's first module back to itself, within the group (breadth first)."""
+    start, members = group[0], set(group)
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & members):
+                if w == start:
+                    path = [v]
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, v, start]
+                if w not in came_from:
+                    came_from[w] = v
+                    nxt.append(w)
+        frontier = nxt
+    return group  # not reached: a strongly connected group has a circle through each member
+
+
+def test_the_package_has_no_import_circle():
+    graph = import_graph()
+    found = [f"{' -> '.join(_path_through(graph, g))}   (all of: {', '.join(g)})" for g in circle_groups(graph)]
+    assert not found, "import circles:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("files, circle", [
+    # the two kinds the package had: a function-level import back, and a three-module ring
+    ({"evaluate.py": "def main():\n    from .suite import run\n", "suite.py": "from .evaluate import main\n"},
+     ["pkg.evaluate", "pkg.suite", "pkg.evaluate"]),
+    ({"t/__init__.py": "", "t/config.py": "from .checks import c\n", "t/checks.py": "from . import flags\n",
+      "t/flags.py": "import pkg.t.config\n"},
+     ["pkg.t.checks", "pkg.t.flags", "pkg.t.config", "pkg.t.checks"]),
+    # importing a submodule runs its package's __init__ first, which may import the importer
+    ({"record.py": "from .t.config import C\n", "t/__init__.py": "from .trainer import T\n",
+      "t/trainer.py": "from ..record import R\n", "t/config.py": ""},
+     ["pkg.record", "pkg.t", "pkg.t.trainer", "pkg.record"]),
+])
+def test_a_circle_is_found_and_printed(tmp_path, files, circle):
+    package = tmp_path / "pkg"
+    for name, text in {"__init__.py": "", **files}.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    assert cycles(import_graph(package)) == [circle]
+
+
+def test_a_package_importing_its_own_modules_is_no_circle(tmp_path):
+    # training/__init__.py imports training.trainer, which imports training.checkpoints: Python has
+    # the package half-made already, nothing runs twice
+    package = tmp_path / "pkg"
+    (package / "t").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "t" / "__init__.py").write_text("from .trainer import T\n")
+    (package / "t" / "trainer.py").write_text("from .checkpoints import c\nfrom . import checkpoints\n")
+    (package / "t" / "checkpoints.py").write_text("import os\n")
+    assert cycles(import_graph(package)) == []
+    assert import_graph(package)["pkg.t.trainer"] == {"pkg.t.checkpoints"}
