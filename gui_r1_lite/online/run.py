@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import difflib
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +22,12 @@ from ..evaluate import (
     ModelCompleter,
     as_completer,
     check_settings,
-    completer_identity,
-    model_identity,
     prediction_settings,
     processor_pixels,
 )
 from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from ..progress import bar
-from ..runfolder import RUN_FILE, as_stored, differences, fingerprint, read_record, refuse, writable_folder
+from ..runfolder import as_stored, completer_identity, model_identity, open_run_folder
 from ..runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
 from .browser import chromium, require_playwright
 from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, SHOTS_DIR, STEPS_FILE, Settings, max_steps_for, run_episode
@@ -126,25 +122,13 @@ def _pixels(completer: Completer, min_pixels: int | None, max_pixels: int | None
 
 def open_online_folder(out_dir: str | os.PathLike, made_by: dict, about: dict | None = None,
                        overwrite: bool = False) -> Path:
-    """`out_dir` as this run's folder: new or empty -> `run.json` written; same `made_by` -> resumed;
-    episodes made otherwise -> `RunFolderMismatch` saying what differs, or with `overwrite` they are
-    deleted and the run starts fresh."""
-    out = writable_folder(out_dir, "--out")
-    old = read_record(out)
-    if old is not None and old.get("made_by") == made_by:
-        return out
-    if not overwrite and (any(True for _ in iter_jsonl(out / EPISODES_FILE))
-                          or any(True for _ in iter_jsonl(out / STEPS_FILE))):
-        diffs = differences(old["made_by"], made_by) if isinstance((old or {}).get("made_by"), dict) else None
-        refuse(out, f"online episodes ({EPISODES_FILE})", diffs,
-               fresh=f"To start fresh, pass another --out, delete {out}, or pass --overwrite (overwrite=True)",
-               resume=f"to resume that run, run again with the same policy, tasks and settings (see {out / RUN_FILE})")
-    for name in (EPISODES_FILE, STEPS_FILE, ONLINE_JSON, ONLINE_MD):
-        (out / name).unlink(missing_ok=True)
-    shutil.rmtree(out / SHOTS_DIR, ignore_errors=True)
-    write_json_atomic(out / RUN_FILE, {"made_by": made_by, "fingerprint": fingerprint(made_by), **(about or {}),
-                                       "created": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    return out
+    """`out_dir` as this run's folder (`runfolder.open_run_folder`): new or empty -> `run.json` written;
+    same `made_by` -> resumed; episodes made otherwise -> `RunFolderMismatch` saying what differs, or
+    with `overwrite` they are deleted and the run starts fresh."""
+    return open_run_folder(out_dir, made_by, results=[EPISODES_FILE, STEPS_FILE],
+                           clear=[ONLINE_JSON, ONLINE_MD, SHOTS_DIR], holds=f"online episodes ({EPISODES_FILE})",
+                           resume="to resume that run, run again with the same policy, tasks and settings",
+                           overwrite=overwrite, about=about)
 
 
 def finished_episodes(out: Path) -> dict[tuple[str, int], dict]:
