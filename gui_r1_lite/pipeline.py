@@ -321,12 +321,17 @@ def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
             summary["online"] = {"skipped": why}
 
 
+#: What makes the closed loop playable on a machine without it (apt's Chromium and the pinned pip packages).
+ONLINE_FIX = "sudo bash scripts/install_capture_deps.sh"
+
+
 def online_skipped() -> str | None:
-    """Why the miniature's closed loop cannot run here (no Playwright, Chromium or miniwob; the reason
-    names the fix), or None when it can."""
+    """Why the miniature's closed loop cannot run here (no Playwright, Chromium or miniwob), naming
+    the fix (`ONLINE_FIX`), or None when it can."""
     from .miniature.runner import online_missing
 
-    return online_missing()
+    why = online_missing()
+    return why if why is None or ONLINE_FIX in why else f"{why}; install it with `{ONLINE_FIX}`"
 
 
 def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_parameters: dict | None,

@@ -106,3 +106,7 @@ def test_a_run_without_a_browser_says_why_the_closed_loop_did_not_run(tmp_path, 
     assert lines == [f"[pipeline] the closed loop (online success per arm) will not run: {why}"]
     assert summary["online"] == {"skipped": why}
     assert json.loads((run / "summary.json").read_text())["online"] == {"skipped": why}
+    # a reason that does not name the fix gets it
+    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: "the Python package miniwob is missing")
+    assert pipeline.online_skipped() == ("the Python package miniwob is missing; install it with "
+                                         "`sudo bash scripts/install_capture_deps.sh`")
