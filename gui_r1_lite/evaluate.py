@@ -281,8 +281,8 @@ class ModelCompleter:
     def generation_config(self, max_new_tokens: int):
         """The `GenerationConfig` passed to `generate`: the model's special tokens, every decoding
         field set here. `generate` refills each field left None from the model's own
-        `generation_config`, and Qwen2.5-VL-3B-Instruct ships near-greedy sampling (top_k 1,
-        top_p 0.001, temperature 0.1, repetition_penalty 1.05), so None would mean greedy."""
+        `generation_config`, and Qwen2.5-VL-3B-Instruct ships near-greedy sampling (temperature
+        1e-06, repetition_penalty 1.05), so None would mean greedy."""
         if self._generation_config is None:
             config = copy.deepcopy(self.policy.model.generation_config)
             fields = dict(SAMPLING_FIELDS, temperature=self.temperature, top_p=self.top_p) if self.do_sample \
