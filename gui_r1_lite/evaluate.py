@@ -4,15 +4,15 @@ model's frame back to the stored image's pixels, records appended to a resumable
 the metrics of `metrics.py` written as JSON and Markdown. The output folder's `run.json` records
 what made the predictions, so that a folder is only ever resumed by the run that began it.
 
-    gui-r1-lite evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
+    python -m gui_r1_lite.evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR [--adapter DIR]
         [--quantization 4bit] | --baseline oracle|random) --out DIR [--preset paper|fast] [--limit N] [--blind] ...
 
 `--blind` scores the same rows with every screenshot white (`blind`): does the policy look at the screen?
 
 `--preset paper` predicts as the original's inference scripts do (`PRESETS`); `--suite DIR` runs
-every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`; the
-command is `evaluate_cli`, as `suite` is built on this module). `python -m gui_r1_lite.evaluate --data`
-runs one benchmark.
+every GUI-R1 benchmark file in DIR and writes one table beside the paper's figures (`suite`). The
+command is `evaluate_cli.main` (also `gui-r1-lite evaluate`): `suite` is built on this module, so
+this module's `main` runs one benchmark and the command dispatches.
 """
 
 from __future__ import annotations
@@ -796,8 +796,8 @@ def main(argv: list[str] | None = None) -> int:
     --out, the data, what the run folder holds) is checked before the model loads."""
     args = parse_args(argv)
     if args.suite is not None:
-        raise UsageError("--suite runs through `gui-r1-lite evaluate --suite DIR ...` "
-                         "(python -m gui_r1_lite.evaluate_cli --suite DIR ...), with the same flags")
+        raise UsageError("--suite runs through the command, evaluate_cli.main (python -m gui_r1_lite.evaluate "
+                         "--suite DIR ..., gui-r1-lite evaluate --suite DIR ...)")
     writable_folder(args.out, "--out")
     bench = load_benchmark(args.data, args.limit)
     bench.require_rows()
@@ -814,5 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(run_cli(main, prog="gui-r1-lite evaluate"))
+if __name__ == "__main__":  # the command, --suite included, is evaluate_cli's (it imports this module)
+    from .evaluate_cli import main as command
+
+    sys.exit(run_cli(command, prog="gui-r1-lite evaluate"))

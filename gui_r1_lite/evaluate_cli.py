@@ -3,8 +3,8 @@ GUI-R1 benchmark file of a folder (`--suite`, `suite.suite_main`), with the same
 both because the suite is built on `evaluate` and a module that both dispatches to it and is imported
 by it would make the two one knot.
 
-    gui-r1-lite evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR | --baseline NAME) --out DIR ...
-    python -m gui_r1_lite.evaluate_cli ...   (the same)
+    python -m gui_r1_lite.evaluate (--data FILE_OR_DIR | --suite DIR) (--model ID_OR_DIR | --baseline NAME) ...
+    gui-r1-lite evaluate ...   (the same; `python -m gui_r1_lite.evaluate` hands over to this module)
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
 """No import circles in the package, counting every import anywhere in a module: at the top, inside
-functions, under `if TYPE_CHECKING:` or `if __name__ == "__main__":`. A circle that only works
-because one side imports late is still two modules that cannot be read (or moved) one without the
-other. The graph is read from the source (ast), so nothing is imported to build it."""
+functions, under `if TYPE_CHECKING:`. A circle that only works because one side imports late is
+still two modules that cannot be read (or moved) one without the other. The graph is read from the
+source (ast), so nothing is imported to build it.
+
+One block is a node of its own: `if __name__ == "__main__":` runs only in the module `python -m`
+makes of the file (`__main__`), a module nothing imports, so what it imports cannot close a circle
+(`python -m gui_r1_lite.evaluate` hands over to `evaluate_cli` there, which imports `evaluate`)."""
 
 from __future__ import annotations
 
@@ -20,15 +24,34 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(path: Path, name: str, known: set[str]) -> set[str]:
-    """The modules of `known` that the module `name` (source at `path`) imports anywhere. `from X import
-    y` imports `X.y` when that is a module, else `X`; relative imports are resolved against `name`'s
-    package. Importing a module also runs the `__init__` of each package above it that `name` is not
-    itself inside, so those count too."""
+def _is_script_block(node: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` at a module's top level."""
+    test = node.test if isinstance(node, ast.If) else None
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+            and len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__")
+
+
+def imported_modules(path: Path, name: str, known: set[str]) -> dict[str, set[str]]:
+    """The modules of `known` that the module `name` (source at `path`) imports anywhere, as
+    `{name: modules}`, plus `{name + ":__main__": modules}` for its `if __name__ == "__main__":` block.
+    `from X import y` imports `X.y` when that is a module, else `X`; relative imports are resolved
+    against `name`'s package. Importing a module also runs the `__init__` of each package above it
+    that `name` is not itself inside, so those count too."""
     is_package = path.name == "__init__.py"
     package = name if is_package else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    script = [node for node in tree.body if _is_script_block(node)]
+    module = [node for node in tree.body if node not in script]
+    out = {name: _imports(module, name, package, known)}
+    if script:
+        out[f"{name}:__main__"] = _imports(script, name, package, known)
+    return out
+
+
+def _imports(nodes: list[ast.stmt], name: str, package: str, known: set[str]) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node in (n for top in nodes for n in ast.walk(top)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -54,7 +77,7 @@ def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     """module -> the package's modules it imports (see `imported_modules`)."""
     root = package.parent
     files = {module_name(p, root): p for p in sorted(package.rglob("*.py"))}
-    return {name: imported_modules(path, name, set(files)) for name, path in files.items()}
+    return {k: v for name, path in files.items() for k, v in imported_modules(path, name, set(files)).items()}
 
 
 def circle_groups(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -153,3 +176,18 @@ def test_a_package_importing_its_own_modules_is_no_circle(tmp_path):
     (package / "t" / "checkpoints.py").write_text("import os\n")
     assert cycles(import_graph(package)) == []
     assert import_graph(package)["pkg.t.trainer"] == {"pkg.t.checkpoints"}
+
+
+def test_a_script_blocks_import_is_the_scripts_not_the_modules(tmp_path):
+    # `python -m pkg.evaluate` runs the block in a module of its own (__main__), which nothing imports
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text("from .evaluate import main\n")
+    (package / "evaluate.py").write_text('def main():\n    pass\n\n\nif __name__ == "__main__":\n'
+                                         '    from .cli import main\n')
+    graph = import_graph(package)
+    assert graph["pkg.evaluate"] == set() and graph["pkg.evaluate:__main__"] == {"pkg.cli"}
+    assert cycles(graph) == []
+    (package / "evaluate.py").write_text("def main():\n    from .cli import main\n")  # inside a function: counted
+    assert cycles(import_graph(package)) == [["pkg.cli", "pkg.evaluate", "pkg.cli"]]

@@ -5,6 +5,8 @@ is predicted; a rerun resumes."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -190,9 +192,12 @@ def test_the_suite_is_the_evaluate_commands_not_evaluate_mains(tmp_path, capsys)
 
     assert cli.COMMANDS["evaluate"] == "gui_r1_lite.evaluate_cli"
     code = run_cli(E.main, ["--suite", str(tmp_path), "--baseline", "oracle", "--out", str(tmp_path / "o")])
-    assert code == 2 and "gui-r1-lite evaluate --suite DIR" in capsys.readouterr().err
+    assert code == 2 and "python -m gui_r1_lite.evaluate --suite DIR" in capsys.readouterr().err
     assert cli.main(["evaluate", "--suite", str(tmp_path), "--baseline", "oracle", "--out", str(tmp_path / "o")]) == 2
     assert "holds none of GUI-R1's benchmark files" in capsys.readouterr().err
+    done = subprocess.run([sys.executable, "-m", "gui_r1_lite.evaluate", "--suite", str(tmp_path), "--baseline",
+                           "oracle", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "holds none of GUI-R1's benchmark files" in done.stderr, done.stderr
 
 
 def test_a_file_without_a_usable_row_fails_naming_the_cause_before_anything_is_predicted(suite_dir, tmp_path,
