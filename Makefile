@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint setup capture-deps clean study
+.PHONY: run test lint setup capture-deps clean study notebooks
 
 $(BIN)/.installed: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: setup
 STUDY ?= runs/study
 study: setup
 	$(BIN)/python -m gui_r1_lite.miniature --study $(STUDY) $(ARGS)
+
+# the executed notebooks committed in notebooks/executed/ (a cpu-mini run of the main job, with its outputs)
+notebooks: setup
+	$(BIN)/python scripts/executed_notebooks.py $(ARGS)
 
 test: setup
 	$(BIN)/python -m pytest $(ARGS)
