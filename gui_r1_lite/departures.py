@@ -124,15 +124,10 @@ def departures(settings=None, recipe: str | Path | None = None) -> list[Departur
     3B QLoRA recipe) against `ORIGINAL`, with why for each value that differs."""
     from .grpo_step import RECIPE
     from .miniature.settings import MiniatureSettings
-    from .tiny import build_arguments
     from .training import TrainConfig
 
     settings = settings or MiniatureSettings()
-    mini = columns(miniature_config(settings),
-                   steps=f"{settings.warm_steps} SFT warm-start steps, then {settings.grpo_steps} GRPO updates")
-    size = build_arguments(0, **settings.tiny)
-    mini["model"] = (f"stand-in (text {size['hidden_size']} x {size['num_layers']} layers, "
-                     f"vision {size['vision_hidden']} x {size['vision_depth']})")
+    mini, default = (_miniature_columns(s) for s in (settings, MiniatureSettings()))
     gpu = columns(TrainConfig.from_yaml(recipe or RECIPE))
     rows = []
     for key, label in ROWS:
@@ -141,9 +136,22 @@ def departures(settings=None, recipe: str | Path | None = None) -> list[Departur
         if gpu[key] != original and RECIPE_WHY.get(key):
             reasons.append(f"GPU: {RECIPE_WHY[key]}")
         if mini[key] != gpu[key] and mini[key] != original and not (key == "kl_times_ratio" and not mini["beta"]):
-            reasons.append(f"CPU: {miniature_why(settings, key) or 'not measured'}")
+            why = miniature_why(settings, key) if mini[key] == default[key] else \
+                f"set for this run (the miniature's default: {default[key]})"
+            reasons.append(f"CPU: {why or 'not measured'}")
         rows.append(Departure(key, label, mini[key], gpu[key], original, "; ".join(reasons)))
     return rows
+
+
+def _miniature_columns(settings) -> dict[str, Any]:
+    from .tiny import build_arguments
+
+    mini = columns(miniature_config(settings),
+                   steps=f"{settings.warm_steps} SFT warm-start steps, then {settings.grpo_steps} GRPO updates")
+    size = build_arguments(0, **settings.tiny)
+    mini["model"] = (f"stand-in (text {size['hidden_size']} x {size['num_layers']} layers, "
+                     f"vision {size['vision_hidden']} x {size['vision_depth']})")
+    return mini
 
 
 def departures_markdown(rows: list[Departure]) -> str:

@@ -35,6 +35,15 @@ class Profile:
     # recipe's GRPO run on the training data)
     grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
     experiment: str = "recipe"
+    # notebook 04's run (`experiments.plan_experiment`): the miniature's seeds (the first shown step by step),
+    # seeds side by side (0: one per core), closed-loop episodes per task and arm in the live page and the
+    # arms that play them; the recipe's GRPO steps (0: the recipe's); rows answered before and after
+    train_seeds: tuple[int, ...] = (0, 1)
+    train_workers: int = 0
+    train_online_episodes: int = 1
+    train_online_arms: tuple[str, ...] = ("sft", "sft_grpo")
+    train_max_steps: int = 0
+    train_samples_shown: int = 4
     # evaluation (notebook 05): the prediction preset (`evaluate.PRESETS`: "paper" predicts as the
     # original's inference scripts), rows per benchmark file for model policies (0: all), and where
     # the profile departs from its preset: its own answer length (None: the preset's) and its own

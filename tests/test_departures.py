@@ -38,6 +38,8 @@ def test_changing_a_setting_changes_the_table(tmp_path: Path):
     assert not rows["loss_type"].differs and not rows["loss_type"].why
     assert rows["kl_times_ratio"].miniature is True  # TRL's default reaches the miniature once it has a KL term
     assert rows["num_generations"].miniature == 5 and not rows["num_generations"].differs
+    rows = by_key(departures(MiniatureSettings.from_overrides(max_completion_length=8)))
+    assert rows["max_completion_length"].why == "CPU: set for this run (the miniature's default: 44)"
 
     recipe = yaml.safe_load(RECIPE.read_text())
     recipe.update(learning_rate=2e-5, gradient_accumulation_steps=8, use_bias_correction_kl=False)

@@ -33,8 +33,6 @@ def test_notebooks_have_a_parameters_cell_and_no_outputs():
 def test_parameter_cells_hold_at_most_six_knobs():
     """The rest are fields of the profile, changed after its name (`profiles.get_profile`)."""
     for nb_path in pipeline.notebook_paths():
-        if nb_path.stem == "04_grpo_training":  # its run settings are being reworked in its own change
-            continue
         cell = next(c for c in nbformat.read(nb_path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
         knobs = re.findall(r"^(\w+)\s*=", cell.source, re.M)
         assert len(knobs) <= 6, f"{nb_path.name}: {len(knobs)} parameters {knobs}"
@@ -135,7 +133,8 @@ def test_04_grpo_training_miniature(tmp_path):
     settings = "{tiny: {}, warm_steps: 2, sft_batch: 2, extra_prompts: 2, grpo_prompts_per_step: 1, num_generations: 2, " \
                "max_completion_length: 8, max_new_tokens: 8, eval_limit: 4, eval_batch_size: 4}"
     pipeline.run_notebook(ROOT / "notebooks" / "04_grpo_training.ipynb", tmp_path / "04.ipynb",
-                          {**params(out), "seeds": "0", "miniature_settings": settings, "samples_shown": 2})
+                          {**params(out), "profile": "cpu-mini train_seeds=(0,) train_samples_shown=2",
+                           "miniature_settings": settings})
     result = json.loads((out / "result.json").read_text())
     assert result["experiment"] == "miniature" and result["global_step"] == 2
     assert set(result["miniature"]) == {"random", "sft", "sft_grpo", "looks"}  # looks: the blind check
@@ -143,13 +142,20 @@ def test_04_grpo_training_miniature(tmp_path):
     assert (Path(result["trained_model"]) / "config.json").exists() and result["adapter_dir"] is None
     for name in ("grpo_curves.png", "before_after.png", "live_curves.png", "miniature.png"):
         assert (out / name).stat().st_size > 5_000, name
+    # the GRPO step by hand ran before the run: LoRA and 4-bit printed, weights moved, the departures shown
+    cells = json.loads((tmp_path / "04.ipynb").read_text())["cells"]
+    text = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+                   for c in cells for o in c.get("outputs", []))
+    for shown in ("LoraConfig(", "trainable params", "LoRA matrices moved", "dapo: ", "| loss_type | grpo | dapo |"):
+        assert shown in text, shown
 
 
 def test_04_grpo_training_recipe(tmp_path):
     """The recipe path (gpu-3b's, here with cpu-mini's tiny recipe): LoRA GRPO, completions before and after."""
     out = tmp_path / "04"
     pipeline.run_notebook(ROOT / "notebooks" / "04_grpo_training.ipynb", tmp_path / "04.ipynb",
-                          {**params(out), "experiment": "recipe", "max_steps": 2, "samples_shown": 2})
+                          {**params(out), "profile": "cpu-mini train_max_steps=2 train_samples_shown=2",
+                           "experiment": "recipe"})
     result = json.loads((out / "result.json").read_text())
     assert result["experiment"] == "recipe" and result["global_step"] == 2 and "miniature" not in result
     assert (Path(result["adapter_dir"]) / "adapter_config.json").exists()
