@@ -10,8 +10,10 @@ largest screenshots of `data_samples/train`, every GRPO completion forced to the
 Per run: peak allocated and reserved CUDA memory (while loading, and while training), and seconds per
 optimiser step split into generation (`generate`), forward/backward (every policy forward outside
 generation, `backward`, the optimiser step) and rest (rewards, data preparation, TRL's bookkeeping), with
-CUDA synchronised at each boundary (the timers of bench_train_step.py). The JSON is rewritten after every
-step, so a run stopped by a time limit keeps the steps it measured.
+CUDA synchronised at each boundary (the timers of bench_train_step.py). The JSON is written when the run
+starts (status `loading`), when training starts (`running`: loading seconds and memory) and after every step,
+so a run stopped by a time limit keeps what it measured; `--summarize` reports such a run as stopped.
+`--build-only` builds and saves the random 3B model and exits (scripts/gpu_check.sh times it as its own part).
 
 `--t4` runs a recipe as a 16 GB T4 would: torch answers that bf16 is only emulated (as on a T4), so the
 project computes in fp16 with the vision tower in fp32, and the process may take at most `--t4-gib` (15)
@@ -273,16 +275,20 @@ def probe(result: dict, clock, out_file: Path, t0: float, cuda: bool):
 
     class Probe(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kw):
+            result["status"] = "running"
             result["setup_s"] = round(time.perf_counter() - t0, 2)  # data, model load, trainer
             result["precision"] = precision(model, args)
             record_generation(model, result)
             result["memory"]["loading"] = memory_now(cuda)
             if cuda:
                 torch.cuda.reset_peak_memory_stats()  # from here on: training's own peaks
+            write_json_atomic(out_file, result)  # a run killed in its first step still says what loading took
 
         def on_step_end(self, args, state, control, **kw):
             result["steps"] = [step_record(s) for s in clock.steps]
+            result["per_step"] = per_step(result["steps"])
             result["memory"]["training"] = memory_now(cuda)
+            result["wall_s"] = round(time.perf_counter() - t0, 2)
             write_json_atomic(out_file, result)
 
     return Probe()
@@ -319,10 +325,11 @@ def run(recipe: Path, args: argparse.Namespace, work: Path, model: str) -> dict:
     out_file = args.out / f"{name}.json"
     shutil.rmtree(run_dir, ignore_errors=True)
     result: dict[str, Any] = {
-        "run": name, "recipe": os.path.relpath(recipe, ROOT), "status": "running", "t4": args.t4,
+        "run": name, "recipe": os.path.relpath(recipe, ROOT), "status": "loading", "t4": args.t4,
         "model": "tiny stand-in" if model == "tiny" else {**read_json(Path(model) / BUILT), "folder": model},
         "environment": environment(), "settings": settings(cfg), "memory": {}, "steps": [],
-        "data": largest_rows(rows, Path(cfg.train_data))}
+        "data": largest_rows(rows, Path(cfg.train_data)), "passed": False}
+    write_json_atomic(out_file, result)  # stopped while loading, the run is still on record
     cuda = args.device == "cuda"
     free_memory()
     if cuda:
@@ -358,10 +365,21 @@ def passed(result: dict) -> bool:
     return result["status"] == "ok" and bool(lengths and lengths["full_length"])
 
 
+def status_text(result: dict) -> str:
+    """The run's status; a run still `loading` or `running` in its JSON was stopped from outside (a time limit)."""
+    if result["status"] == "loading":
+        return "stopped while loading"
+    if result["status"] == "running":
+        n = len(result.get("steps") or [])
+        return f"stopped after {n} step{'' if n == 1 else 's'}"
+    return result["status"]
+
+
 def describe(result: dict) -> str:
     """One line per run for the log."""
-    s, mem = result["per_step"], result["memory"].get("training") or result["memory"].get("at_failure") or {}
-    line = f"{result['run']}: {result['status']}{'' if result['passed'] else ' (FAILED)'}"
+    s = result.get("per_step") or per_step(result.get("steps") or [])
+    mem = result["memory"].get("training") or result["memory"].get("at_failure") or {}
+    line = f"{result['run']}: {status_text(result)}{'' if result.get('passed') else ' (FAILED)'}"
     if s.get("steps"):
         line += (f"; step {s['step_s']:.2f} s = generation {s['generation_s']:.2f} + forward/backward "
                  f"{s['forward_backward_s']:.2f} + rest {s['rest_s']:.2f} (median of {s['steps']})")
@@ -387,13 +405,13 @@ def summary_table(results: list[dict]) -> str:
     lines = ["| run | status | GPU | weights | peak allocated / reserved GiB (loading) | seconds a step = generation "
              "+ forward/backward + rest | completion tokens |", "|---|---|---|---|---|---|---|"]
     for r in results:
-        s, lengths = r.get("per_step") or {}, r.get("completion_lengths")
+        s, lengths = r.get("per_step") or per_step(r.get("steps") or []), r.get("completion_lengths")
         gpu = r["environment"].get("gpu", "cpu") + (f" capped at {r['memory_limit_gib']} GiB" if r["t4"] else "")
         seconds = (f"{s['step_s']:.1f} = {s['generation_s']:.1f} + {s['forward_backward_s']:.1f} + {s['rest_s']:.1f}"
                    f" ({s['steps']} step{'s' if s['steps'] != 1 else ''})" if s.get("steps") else "-")
         tokens = f"{lengths['min']:.0f}-{lengths['max']:.0f} of {lengths['expected']}" if lengths else "-"
-        weights = r.get("precision", {}).get("text_embedding", "?").replace("torch.", "")
-        lines.append(f"| {r['run']} | {r['status']} | {gpu} | {weights} | {memory_cell(r)} | {seconds} | {tokens} |")
+        weights, status = r.get("precision", {}).get("text_embedding", "?").replace("torch.", ""), status_text(r)
+        lines.append(f"| {r['run']} | {status} | {gpu} | {weights} | {memory_cell(r)} | {seconds} | {tokens} |")
     return "\n".join(lines) + "\n"
 
 
@@ -425,6 +443,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     "reused)")
     ap.add_argument("--work", type=Path, help="folder for the run folders and data (default: a temporary one)")
     ap.add_argument("--summarize", action="store_true", help="only write --out/summary.md from the JSON there")
+    ap.add_argument("--build-only", action="store_true", help="only build and save the random 3B model in "
+                    "--model-dir (reused by later runs)")
     args = ap.parse_args(argv)
     if args.summarize:
         return args
@@ -444,6 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.summarize:
         return summarize(args.out)
+    if args.build_only:
+        t0 = time.perf_counter()
+        folder = random_model(args.model_dir)
+        print(f"random 3B model in {folder} ({time.perf_counter() - t0:.0f} s): {read_json(folder / BUILT)}")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     install_timers()
     model = "tiny" if args.tiny else str(random_model(args.model_dir))

@@ -1,37 +1,75 @@
 #!/usr/bin/env bash
-# The GPU check, one command for a CUDA machine, within 8 minutes: installs the wheels that travel in wheels/
-# (scripts/fetch_gpu_wheels.sh fills it; no registry needed), checks the installed versions against the
-# project's requirements, runs the `gpu` tests (scripts/gpu_smoke.sh) and then benchmarks/bench_gpu_recipe.py
-# on each GPU recipe: the 3B architecture with random weights, bf16 and as a 16 GB T4 (fp16, 15 GiB).
-# Everything goes to OUT_DIR: gpu_check.log (the whole output), summary.md (the table of the runs) and one
-# JSON per benchmark run. Exits non-zero if any part failed, ran out of time or was skipped for want of it.
+# The GPU check: one command for a CUDA machine that has only the device image (Python 3.12, torch 2.11 for
+# CUDA 13, transformers 5.17, peft, accelerate; no trl, datasets or bitsandbytes; no package registry), within
+# 540 s (one command may run 600 s):
+#   1. prints the image's package inventory (every installed distribution, pip, the GPU) to inventory.txt;
+#   2. installs what the GPU path needs and the image lacks from wheels/ (`pip install --no-index --find-links
+#      wheels`; pip resolves against what is installed and takes only the missing or too old);
+#   3. imports every module the GPU path imports (the list below, traced from it; tests check it) and says
+#      which one fails and why;
+#   4. runs, each under its own time limit: the `gpu` tests (scripts/gpu_smoke.sh), the build of the random 3B
+#      model (built on CUDA, saved), then benchmarks/bench_gpu_recipe.py on each GPU recipe (GRPO and SFT, bf16
+#      and as a 16 GB T4), each loading the 3B model in 4-bit. A part stopped by its limit is reported, not
+#      fatal: its JSON keeps what it measured (written at train start and after each step).
+# Everything goes to OUT_DIR: gpu_check.log, inventory.txt, summary.md and one JSON per benchmark run.
 #
-#     bash scripts/gpu_check.sh OUT_DIR
+#     bash scripts/gpu_check.sh OUT_DIR           # on the GPU machine; with the run: carry: ["wheels"]
+#     bash scripts/gpu_check.sh --cpu OUT_DIR     # the CPU rehearsal: the same steps, the tiny model, no CUDA
 #
-# Each part runs under its own time limit (seconds, below; all of them within TOTAL_S); a benchmark stopped
-# by its limit still leaves the steps it measured in its JSON. Without a CUDA device it stops at once.
+# wheels/ is git-ignored (scripts/fetch_gpu_wheels.sh fills it): it reaches a GPU machine ONLY when the run
+# names it to be carried (`carry: ["wheels"]`); without it this script stops after the inventory and says so.
+# PYTHON picks the interpreter (default: .venv/bin/python where it exists, else python3).
+# Exits 0 when every part ran or was stopped by its limit, 1 when one failed, 2 without CUDA (not --cpu).
 set -uo pipefail
-OUT="$(realpath -m "${1:?usage: bash scripts/gpu_check.sh OUT_DIR}")"
+CPU=0
+if [[ "${1:-}" == "--cpu" ]]; then
+    CPU=1
+    shift
+fi
+OUT="$(realpath -m "${1:?usage: bash scripts/gpu_check.sh [--cpu] OUT_DIR}")"
 cd "$(dirname "$0")/.."
 
-TOTAL_S=480
-TESTS_S=110
-GRPO_S=190
+# Seconds. The setup (inventory, install, imports) takes ~30-60 s; the parts share what is left of TOTAL_S.
+# Each 3B part loads the saved bf16 model in 4-bit (~20-40 s) before its steps.
+TOTAL_S=540
+TESTS_S=90
+BUILD_S=75
+GRPO_S=130
 GRPO_T4_S=90
-SFT_S=40
-SFT_T4_S=40
+SFT_S=55
+SFT_T4_S=55
+KILL_AFTER_S=10
+# What the GPU path imports (gui_r1_lite.training/modeling/evaluate/tiny, the benchmark, pytest on
+# tests/test_gpu.py), top-level and the submodules that load native libraries; not matplotlib, papermill or
+# jupyter (only notebooks and reports import them).
+IMPORTS=(torch torchvision transformers trl peft accelerate datasets bitsandbytes PIL pandas pyarrow
+         pyarrow.parquet pyarrow.compute yaml tqdm requests xxhash multiprocess dill fsspec aiohttp huggingface_hub
+         safetensors tokenizers numpy pytest gui_r1_lite.training gui_r1_lite.modeling gui_r1_lite.evaluate
+         gui_r1_lite.tiny)
+# torchvision and pytest beside pyproject's requirements (matplotlib left out: not on this path)
+EXTRA_NEEDS=(torchvision pytest)
+
 START=$SECONDS
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-if [[ -x .venv/bin/python ]]; then
+export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+if [[ -n "${PYTHON:-}" ]]; then
+    PY=$PYTHON
+elif [[ -x .venv/bin/python ]]; then
     PY=.venv/bin/python
 else
     PY=python3
 fi
+export PYTHON=$PY
 failed=()
+stopped=()
 
 fail() {
     echo "FAIL: $*"
     failed+=("$*")
+}
+
+elapsed() {
+    echo "$((SECONDS - START))"
 }
 
 require_cuda() {
@@ -42,28 +80,54 @@ require_cuda() {
     fi
 }
 
-install_wheels() {
-    echo "== wheels"
-    if ! compgen -G "wheels/*.whl" >/dev/null; then
-        echo "no wheels/: the environment as it is (scripts/fetch_gpu_wheels.sh fills wheels/)"
-        return
-    fi
-    local site="${TMPDIR:-/tmp}/gui_r1_lite_gpu_site"
-    rm -rf "$site"
-    if "$PY" -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir --target "$site" wheels/*.whl
-    then
-        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
-        ls wheels
-    else
-        fail "wheels: pip could not install wheels/*.whl into $site"
-    fi
+inventory() {
+    echo "== inventory of this image ($PY)"
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
+    "$PY" - "$OUT/inventory.txt" <<'EOF'
+import importlib.metadata as md
+import platform
+import subprocess
+import sys
+
+pip = subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True, text=True)
+lines = [f"python {platform.python_version()} ({sys.executable})",
+         f"pip: {pip.stdout.strip() or 'missing: ' + pip.stderr.strip()[-200:]}"]
+dists = sorted({(d.metadata["Name"] or "?").lower(): d.version for d in md.distributions()}.items())
+lines += [f"{name}=={version}" for name, version in dists]
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines[:2]))
+print(f"{len(dists)} distributions: " + ", ".join(f"{n} {v}" for n, v in dists))
+EOF
 }
 
-# Every requirement of pyproject.toml (and its quant extra) against what this Python imports.
-check_versions() {
-    echo "== versions against the project's requirements"
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "(no nvidia-smi)"
-    "$PY" - <<'EOF' || fail "versions: a requirement is not met (above)"
+# wheels/ as fetched: every file of its manifest, with its sha256
+check_wheels() {
+    echo "== wheels/"
+    "$PY" - <<'EOF'
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+manifest = Path("wheels/manifest.json")
+if not manifest.is_file():
+    sys.exit('wheels/ is missing: run scripts/fetch_gpu_wheels.sh where pip reaches PyPI, and carry it with the '
+             'run (carry: ["wheels"]; it is git-ignored, so it does not travel with the tree)')
+wheels = json.loads(manifest.read_text())["wheels"]
+bad = [w["file"] for w in wheels.values() if not (Path("wheels") / w["file"]).is_file()
+       or hashlib.sha256((Path("wheels") / w["file"]).read_bytes()).hexdigest() != w["sha256"]]
+if bad:
+    sys.exit(f"wheels/: missing or changed since scripts/fetch_gpu_wheels.sh: {bad}")
+print(f"{len(wheels)} wheels, {sum(w['bytes'] for w in wheels.values()) / 2**20:.1f} MiB, as in the manifest")
+EOF
+}
+
+# pyproject's requirements (its quant extra, not matplotlib) and EXTRA_NEEDS, installed from wheels/ where the
+# image lacks them or has them too old; pip resolves their dependencies against the image and wheels/.
+install_needs() {
+    echo "== install what is missing from wheels/"
+    local needs
+    mapfile -t needs < <("$PY" - "${EXTRA_NEEDS[@]}" <<'EOF'
 import importlib.metadata as md
 import sys
 import tomllib
@@ -72,17 +136,58 @@ from packaging.requirements import Requirement
 
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 wanted = [Requirement(r) for r in project["dependencies"] + project["optional-dependencies"]["quant"]]
-wanted += [Requirement(r) for r in ("torch", "torchvision", "pytest")]
-bad = []
+wanted = [r for r in wanted if r.name != "matplotlib"] + [Requirement(r) for r in sys.argv[1:]]
 for req in wanted:
     try:
         have = md.version(req.name)
     except md.PackageNotFoundError:
         have = None
     ok = have is not None and req.specifier.contains(have, prereleases=True)
-    print(f"{req.name:14} {have or 'missing':>12}  needs {req.specifier or 'any'}{'' if ok else '   <-- NOT MET'}")
-    bad += [] if ok else [req.name]
-sys.exit(1 if bad else 0)
+    print(f"{req.name:14} {have or 'missing':>12}  needs {req.specifier or 'any'}{'' if ok else '  <- from wheels/'}",
+          file=sys.stderr)
+    print(str(req))
+EOF
+    )
+    if ((${#needs[@]} == 0)); then
+        fail "install: could not read the requirements (pyproject.toml, packaging)"
+        return
+    fi
+    local t0=$SECONDS
+    if "$PY" -m pip install --no-index --find-links wheels --no-compile --progress-bar off "${needs[@]}" \
+        2>&1 | grep -v "^Requirement already satisfied"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
+        echo "installed in $((SECONDS - t0)) s"
+    else
+        fail "install: pip could not install from wheels/ (above)"
+    fi
+    "$PY" -m pip check 2>&1 | tail -5 || true
+}
+
+check_imports() {
+    echo "== imports of the GPU path"
+    "$PY" - "$CPU" "${IMPORTS[@]}" <<'EOF' || fail "imports: a module of the GPU path does not import (above)"
+import importlib
+import sys
+import time
+
+sys.path.insert(0, ".")
+cpu, modules = sys.argv[1] == "1", sys.argv[2:]
+bad = []
+for name in modules:
+    t0 = time.perf_counter()
+    try:
+        module = importlib.import_module(name)
+        print(f"ok   {name:22} {getattr(module, '__version__', ''):14} {time.perf_counter() - t0:5.1f} s")
+    except BaseException as exc:  # noqa: BLE001 - every failing import is reported, not only the first
+        bad.append(name)
+        print(f"FAIL {name:22} {type(exc).__name__}: {str(exc).strip().splitlines()[-1:] or ''}")
+if "bitsandbytes" not in bad:
+    from bitsandbytes import cextension
+
+    lib = type(cextension.lib).__name__
+    print(f"bitsandbytes native library: {lib} {getattr(cextension, 'BNB_BACKEND', '')}")
+    if not cpu and "Mock" in lib:
+        bad.append("bitsandbytes (no CUDA library loaded)")
+sys.exit(f"not importable: {', '.join(bad)}" if bad else 0)
 EOF
 }
 
@@ -90,43 +195,69 @@ EOF
 limited() {
     local name=$1 budget=$2
     shift 2
-    local left=$((TOTAL_S - (SECONDS - START)))
-    if ((left < 30)); then
-        fail "$name: skipped, $left s left of $TOTAL_S"
-        return
+    local left=$((TOTAL_S - $(elapsed)))
+    if ((left < 20)); then
+        stopped+=("$name: not started, $left s left of $TOTAL_S")
+        echo "STOPPED: $name: not started, $left s left of $TOTAL_S"
+        return 1
     fi
     ((budget > left)) && budget=$left
-    echo "== $name (at most $budget s)"
-    timeout --kill-after=15 "$budget" "$@"
+    echo "== $name (at most $budget s; at $(elapsed) s of $TOTAL_S)"
+    local t0=$SECONDS
+    timeout --kill-after="$KILL_AFTER_S" "$budget" "$@"
     local rc=$?
     if ((rc == 124 || rc == 137)); then
-        fail "$name: stopped after $budget s"
+        stopped+=("$name: stopped by its limit after $((SECONDS - t0)) s (its JSON keeps what it measured)")
+        echo "STOPPED: $name after $((SECONDS - t0)) s"
+        return 1
     elif ((rc != 0)); then
-        fail "$name: exit code $rc"
+        fail "$name: exit code $rc after $((SECONDS - t0)) s"
+        return 1
     fi
+    echo "done: $name in $((SECONDS - t0)) s"
+}
+
+report() {
+    echo "== gpu_check: $(elapsed) s of $TOTAL_S"
+    ((${#stopped[@]})) && printf 'stopped: %s\n' "${stopped[@]}"
+    if ((${#failed[@]})); then
+        printf 'failed: %s\n' "${failed[@]}"
+        return 1
+    fi
+    echo "OK: every part ran$( ((${#stopped[@]})) && echo ' or was stopped by its limit (above)')"
 }
 
 main() {
-    require_cuda || return 2
-    install_wheels
-    check_versions
+    ((CPU)) || require_cuda || return 2
+    inventory
+    check_wheels || { fail "wheels/ (above)"; report; return 1; }
+    install_needs
+    ((${#failed[@]})) || check_imports
     if ((${#failed[@]})); then
-        printf 'failed: %s\n' "${failed[@]}"
+        report
         return 1
     fi
     local bench=("$PY" benchmarks/bench_gpu_recipe.py --out "$OUT")
-    limited "gpu tests" "$TESTS_S" bash scripts/gpu_smoke.sh
-    limited "GRPO 3B" "$GRPO_S" "${bench[@]}" --recipe configs/grpo_qwen2_5_vl_3b_qlora.yaml --steps 2
-    limited "GRPO 3B as a T4" "$GRPO_T4_S" "${bench[@]}" --recipe configs/grpo_qwen2_5_vl_3b_qlora.yaml --steps 1 --t4
-    limited "SFT 3B" "$SFT_S" "${bench[@]}" --recipe configs/sft_qwen2_5_vl_3b_qlora.yaml --steps 2
-    limited "SFT 3B as a T4" "$SFT_T4_S" "${bench[@]}" --recipe configs/sft_qwen2_5_vl_3b_qlora.yaml --steps 2 --t4
-    "${bench[@]}" --summarize || fail "summary: not written"
-    echo "== gpu_check: $((SECONDS - START)) s"
-    if ((${#failed[@]})); then
-        printf 'failed: %s\n' "${failed[@]}"
-        return 1
+    local grpo=configs/grpo_qwen2_5_vl_3b_qlora.yaml sft=configs/sft_qwen2_5_vl_3b_qlora.yaml
+    if ((CPU)); then
+        # the gpu tests need CUDA; here: that pytest and every test module of the GPU path import
+        limited "gpu tests (collected)" "$TESTS_S" "$PY" -m pytest -q --collect-only -p no:cacheprovider tests/test_gpu.py
+        echo "3B build and the T4 runs: skipped on the CPU (need CUDA); the runs use the tiny stand-in"
+        limited "GRPO (tiny, CPU)" "$GRPO_S" "${bench[@]}" --tiny --recipe "$grpo" --steps 2
+        limited "SFT (tiny, CPU)" "$SFT_S" "${bench[@]}" --tiny --recipe "$sft" --steps 2
+    else
+        limited "gpu tests" "$TESTS_S" bash scripts/gpu_smoke.sh
+        if limited "3B build (random weights, bf16, saved)" "$BUILD_S" "${bench[@]}" --build-only; then
+            limited "GRPO 3B" "$GRPO_S" "${bench[@]}" --recipe "$grpo" --steps 2
+            limited "GRPO 3B as a T4" "$GRPO_T4_S" "${bench[@]}" --recipe "$grpo" --steps 1 --t4
+            limited "SFT 3B" "$SFT_S" "${bench[@]}" --recipe "$sft" --steps 2
+            limited "SFT 3B as a T4" "$SFT_T4_S" "${bench[@]}" --recipe "$sft" --steps 2 --t4
+        else
+            stopped+=("the 3B runs: not started (no 3B model built)")
+        fi
     fi
-    echo "OK: every GPU check passed"
+    "${bench[@]}" --summarize || fail "summary: not written"
+    report
 }
 
 mkdir -p "$OUT"

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# GPU smoke check, for a CUDA machine with the project installed (`make setup` creates .venv):
-# prints the GPU and the package versions, then runs the `gpu` tests (tiny QLoRA GRPO steps and
+# GPU smoke check, for a CUDA machine with the project's packages (`make setup` creates .venv; on the device
+# image scripts/gpu_check.sh installs them from wheels/, which travels only with `carry: ["wheels"]`, and runs
+# this): prints the GPU and the package versions, then runs the `gpu` tests (tiny QLoRA GRPO steps and
 # generation on CUDA). Exits non-zero unless every one of them ran and passed: there a skipped or
-# missing test means the GPU path was not checked at all.
+# missing test means the GPU path was not checked at all. PYTHON picks the interpreter.
 #
 #     bash scripts/gpu_smoke.sh [extra pytest options]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [[ -x .venv/bin/python ]]; then
+if [[ -n "${PYTHON:-}" ]]; then
+    PY=$PYTHON
+elif [[ -x .venv/bin/python ]]; then
     PY=.venv/bin/python
 else
     PY=python3
@@ -33,7 +36,7 @@ echo "== pytest -m gpu"
 report="$(mktemp -t gpu_smoke.XXXXXX.xml)"
 trap 'rm -f "$report"' EXIT
 rc=0
-"$PY" -m pytest -m gpu -v tests/test_gpu.py --junitxml="$report" "$@" || rc=$?
+"$PY" -m pytest -m gpu -v -p no:cacheprovider tests/test_gpu.py --junitxml="$report" "$@" || rc=$?
 if [[ $rc -eq 5 ]]; then
     echo "FAIL: no gpu test was collected" >&2
     exit 1

@@ -1,15 +1,20 @@
 """benchmarks/bench_gpu_recipe.py on the CPU (`--tiny`: the code a GPU runs, with the tiny stand-in), and what
-a CPU can check of scripts/gpu_check.sh and scripts/fetch_gpu_wheels.sh."""
+a CPU can check of scripts/gpu_check.sh and scripts/fetch_gpu_wheels.sh: that every package the GPU path imports
+is on the device image or travels in wheels/, and that the check imports what the path imports."""
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import importlib.util
 import io
+import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,16 +42,35 @@ def bench():
     return module
 
 
+#: Runs the benchmark as its own __main__, then imports what the gpu tests import, and writes every module that
+#: was loaded: the GPU path's imports, traced rather than listed by hand.
+TRACED_RUN = """
+import json, runpy, sys
+sys.argv = sys.argv[1:]
+sys.path.insert(0, ".")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+import tests.test_gpu, gui_r1_lite.evaluate, gui_r1_lite.modeling, gui_r1_lite.tiny, pytest  # noqa
+print("MODULES " + json.dumps(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+
 @pytest.fixture(scope="module")
 def tiny_results(tmp_path_factory, bench):
-    """Every GPU recipe run by the benchmark with --tiny on the CPU: {recipe path: its JSON}."""
+    """Every GPU recipe run by the benchmark with --tiny on the CPU: (out folder, {recipe path: its JSON}, the
+    top-level modules that process loaded)."""
     out = tmp_path_factory.mktemp("bench_gpu")
-    proc = subprocess.run([sys.executable, str(BENCH), "--tiny", "--out", str(out), "--steps", str(STEPS)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    proc = subprocess.run([sys.executable, "-c", TRACED_RUN, str(BENCH), "--tiny", "--out", str(out), "--steps",
+                           str(STEPS)], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     from gui_r1_lite.runio import read_json
 
-    return out, {recipe: read_json(out / f"{recipe.stem}.json") for recipe in bench.gpu_recipes()}
+    loaded = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("MODULES "))[8:])
+    top = {name.split(".")[0] for name in loaded}
+    return out, {recipe: read_json(out / f"{recipe.stem}.json") for recipe in bench.gpu_recipes()}, top
 
 
 def _screen_pixels(folder: Path) -> list[int]:
@@ -94,7 +118,7 @@ def test_run_config_forces_full_length_and_keeps_the_recipe(bench, tmp_path):
 def test_tiny_runs_every_gpu_recipe_and_records_it(tiny_results):
     from gui_r1_lite.training.config import read_recipe
 
-    _, results = tiny_results
+    _, results, _ = tiny_results
     largest = _screen_pixels(ROOT / "data_samples" / "train")[0]
     for recipe, r in results.items():
         grpo = read_recipe(recipe)["method"] == "grpo"
@@ -120,7 +144,7 @@ def test_tiny_runs_every_gpu_recipe_and_records_it(tiny_results):
 
 
 def test_summary_has_a_row_per_run(tiny_results):
-    out, results = tiny_results
+    out, results, _ = tiny_results
     proc = subprocess.run([sys.executable, str(BENCH), "--summarize", "--out", str(out)], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -177,3 +201,237 @@ def test_fetched_wheels_install_offline_for_python_3_12(tmp_path):
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PIP_FIND_LINKS": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert all(name in proc.stdout for name in ("trl-", "bitsandbytes-", "datasets-", "peft-"))
+
+
+# --- the JSON of a run: written when it starts, when training starts and after each step -------------------
+
+
+def test_json_is_written_before_training_at_train_start_and_after_each_step(bench, tmp_path, monkeypatch):
+    from gui_r1_lite.runio import read_json
+
+    args = bench.parse_args(["--tiny", "--steps", "2", "--out", str(tmp_path / "out")])
+    args.out.mkdir()
+    out_file = args.out / f"{SFT.stem}.json"
+    seen = []
+
+    def fake_train(cfg, callbacks):
+        clock, probe = callbacks
+        seen.append(read_json(out_file))  # before any model is loaded
+        probe.on_train_begin(None, None, None, model=None)
+        seen.append(read_json(out_file))
+        for k in range(2):
+            clock.steps.append({"step": 1.0 + k, "generation": 0.0, "forward/backward + optimizer": 0.5,
+                                "rewards": 0.0, "data preparation": 0.1})
+            probe.on_step_end(None, None, None)
+            seen.append(read_json(out_file))
+        raise RuntimeError("stopped here")
+
+    monkeypatch.setattr(bench.training, "train", fake_train)
+    monkeypatch.setattr(bench, "precision", lambda model, args: {"lora": []})
+    monkeypatch.setattr(bench, "record_generation", lambda model, result: None)
+    (tmp_path / "work").mkdir()
+    result = bench.run(SFT, args, tmp_path / "work", model="tiny")
+    assert [r["status"] for r in seen] == ["loading", "running", "running", "running"]
+    assert "setup_s" not in seen[0] and seen[1]["setup_s"] >= 0 and "loading" in seen[1]["memory"]
+    assert [len(r["steps"]) for r in seen] == [0, 0, 1, 2]
+    assert seen[3]["per_step"]["step_s"] == 2.0 and seen[3]["memory"]["training"]["device"] == "cpu"
+    assert result["status"] == "error" and "stopped here" in result["error"] and not result["passed"]
+    assert read_json(out_file)["status"] == "error"
+
+
+def test_a_killed_run_keeps_its_steps_and_is_reported_as_stopped(tmp_path):
+    # the benchmark on the CPU, killed (as `timeout` kills a part) once its JSON holds a step
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(BENCH), "--tiny", "--recipe", str(SFT), "--steps", "500",
+                             "--out", str(out)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    from gui_r1_lite.runio import read_json
+
+    statuses, deadline = set(), time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            result = read_json(out / f"{SFT.stem}.json") if (out / f"{SFT.stem}.json").exists() else {}
+            statuses.add(result.get("status"))
+            if len(result.get("steps") or []) >= 1:
+                break
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    result = read_json(out / f"{SFT.stem}.json")
+    assert result["status"] == "running" and len(result["steps"]) >= 1, statuses
+    assert result["setup_s"] > 0 and result["per_step"]["steps"] >= 1 and not result["passed"]
+    summary = subprocess.run([sys.executable, str(BENCH), "--summarize", "--out", str(out)], capture_output=True,
+                             text=True, cwd=ROOT, timeout=120)
+    assert summary.returncode == 0 and f"| {SFT.stem} | stopped after {len(result['steps'])} step" in summary.stdout
+
+
+# --- what travels to the device image, and what the check imports -------------------------------------------
+
+MANIFEST = ROOT / "scripts" / "gpu_wheels.json"
+#: what the device image is known to have: Python 3.12 with torch 2.11 (CUDA 13), transformers 5.17, peft and
+#: accelerate, and what pip installs with them there (the CPU rehearsal's `pip list`, docs/gpu.md)
+IMAGE = ("torch", "transformers", "peft", "accelerate", "pip")
+IMAGE_KNOWN = """
+    accelerate annotated-doc annotated-types anyio certifi click cuda-bindings cuda-pathfinder cuda-toolkit filelock
+    fsspec h11 hf-xet httpcore httpx huggingface_hub idna Jinja2 markdown-it-py MarkupSafe mdurl mpmath networkx
+    numpy nvidia-cublas nvidia-cuda-cupti nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cudnn-cu13 nvidia-cufft
+    nvidia-cufile nvidia-curand nvidia-cusolver nvidia-cusparse nvidia-cusparselt-cu13 nvidia-nccl-cu13
+    nvidia-nvjitlink nvidia-nvshmem-cu13 nvidia-nvtx packaging peft pip psutil pydantic pydantic_core Pygments
+    PyYAML regex rich safetensors setuptools shellingham sympy tokenizers torch tqdm transformers triton typer
+    typing_extensions typing-inspection"""
+#: imported by the GPU path here only because this environment has them (a library tries, and goes on without
+#: them): the CPU rehearsal on the image's packages runs the path without any of them (docs/gpu.md). trio (with
+#: its attrs, sniffio, outcome, sortedcontainers) is what httpx2 here tries.
+OPTIONAL = {"attrs", "sniffio", "papermill", "matplotlib", "hypothesis", "playwright", "ipykernel", "jupyter-client", "jupyter-core",
+            "nbformat", "nbclient", "tornado", "pyzmq", "traitlets", "trio", "outcome", "sortedcontainers",
+            "pysocks", "truststore", "cloudpickle", "tenacity", "lark", "six", "defusedxml",
+            "entrypoints", "fastjsonschema", "jsonschema", "jsonschema-specifications", "referencing", "rpds-py",
+            "arrow", "fqdn", "isoduration", "jsonpointer", "rfc3339-validator", "rfc3986-validator",
+            "rfc3987-syntax", "uri-template", "webcolors", "platformdirs", "httpx2", "httpcore2", "gui-r1-lite",
+            "setuptools", "ruff", "uv"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _closure(roots, requires) -> set[str]:
+    """`roots` and everything they require (for Python 3.12 on Linux), `requires(name)` giving a distribution's
+    Requires-Dist lines; extras asked for (`fsspec[http]`) are followed."""
+    from packaging.requirements import Requirement
+
+    seen, todo = set(), [(_norm(r), frozenset()) for r in roots]
+    while todo:
+        name, extras = todo.pop()
+        if (name, extras) in seen:
+            continue
+        seen.add((name, extras))
+        for line in requires(name) or []:
+            req = Requirement(line)
+            env = {"python_version": "3.12", "python_full_version": "3.12.0", "sys_platform": "linux",
+                   "platform_system": "Linux", "platform_machine": "x86_64"}
+            if req.marker is None or any(req.marker.evaluate({**env, "extra": e}) for e in extras | {""}):
+                todo.append((_norm(req.name), frozenset(req.extras)))
+    return {name for name, _ in seen}
+
+
+def _installed_requires(name: str) -> list[str]:
+    try:
+        return md.requires(name) or []
+    except md.PackageNotFoundError:
+        return []
+
+
+def _image() -> set[str]:
+    """The image's known distributions: the rehearsal's list, and (for this environment's newer versions of the
+    same roots) what they require here."""
+    return {_norm(n) for n in IMAGE_KNOWN.split()} | _closure(IMAGE, _installed_requires)
+
+
+def _manifest() -> dict:
+    return json.loads(MANIFEST.read_text())["wheels"]
+
+
+def _bash_array(script: Path, name: str) -> list[str]:
+    body = re.search(rf"^{name}=\(([^)]*)\)", script.read_text(), flags=re.M)
+    assert body, f"{script}: no array {name}"
+    return [w for line in body.group(1).splitlines() for w in line.split("#")[0].split()]
+
+
+def _distributions(modules) -> set[str]:
+    mapping = md.packages_distributions()
+    return {_norm(d) for m in modules for d in mapping.get(m.split(".")[0], [])}
+
+
+def test_every_import_of_the_gpu_path_is_on_the_image_or_travels(tiny_results):
+    _, _, loaded = tiny_results
+    used = _distributions(loaded) - OPTIONAL
+    # the tiny run really went through the path: the packages that had to travel were loaded
+    assert {"trl", "datasets", "bitsandbytes", "pyarrow", "pandas", "pillow", "torchvision", "pytest",
+            "requests", "xxhash"} <= used
+    missing = used - _image() - set(_manifest())
+    assert not missing, f"imported by the GPU path, neither on the image nor in wheels/: {sorted(missing)}"
+
+
+def test_the_check_imports_what_the_path_imports(tiny_results):
+    _, _, loaded = tiny_results
+    checked = _bash_array(ROOT / "scripts" / "gpu_check.sh", "IMPORTS")
+    covered = _closure(_distributions(checked), _installed_requires)
+    uncovered = _distributions(loaded) - OPTIONAL - covered
+    assert not uncovered, f"the GPU path imports these, gpu_check.sh's IMPORTS does not: {sorted(uncovered)}"
+    # and it does not require what the path never imports
+    assert not {"matplotlib", "papermill"} & _distributions(checked)
+    assert not ({"matplotlib", "papermill"} & _distributions(loaded))
+
+
+def test_what_travels_needs_nothing_but_the_image_and_itself():
+    wheels = _manifest()
+    needed = _closure(wheels, lambda name: wheels[name]["requires"] if name in wheels else [])
+    known = _image()
+    missing = {n for n in needed - set(wheels) if n not in known}
+    assert not missing, f"wheels/ needs these, and neither the image nor wheels/ has them: {sorted(missing)}"
+    # what the image has does not travel, except peft (its version there is unknown)
+    assert not (set(wheels) - {"peft"}) & {_norm(n) for n in IMAGE}
+
+
+def test_manifest_is_what_fetch_gpu_wheels_pins_and_fits_the_carry_limit():
+    wheels = _manifest()
+    pins = {_norm(n): v for n, v in _pins(ROOT / "scripts" / "fetch_gpu_wheels.sh").items()}
+    assert {n: w["version"] for n, w in wheels.items()} == pins
+    tested = {_norm(n): v for n, v in _pins(ROOT / "requirements.txt").items()}
+    for name in ("pillow", "pandas", "pyarrow"):
+        assert pins[name] == tested[name], name
+    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           check=True, capture_output=True, text=True).stdout.split("\0")
+    tree = sum((ROOT / n).stat().st_size for n in names if n and (ROOT / n).is_file() and not n.startswith("wheels/"))
+    total = tree + sum(w["bytes"] for w in wheels.values())
+    assert total <= 64 * 2**20, f"tree {tree / 2**20:.1f} MiB + wheels: {total / 2**20:.1f} MiB > 64 MiB"
+    # bitsandbytes keeps the image's CUDA 13.0 library and the CPU one, nothing else native
+    assert wheels["bitsandbytes"]["trimmed"]["bytes_before"] > 4 * wheels["bitsandbytes"]["bytes"]
+
+
+def test_docs_and_scripts_say_wheels_must_be_carried():
+    for path in ("scripts/gpu_check.sh", "scripts/fetch_gpu_wheels.sh", "scripts/gpu_smoke.sh", "docs/gpu.md"):
+        assert 'carry: ["wheels"]' in (ROOT / path).read_text(), path
+
+
+def _wheel(path: Path, files: dict[str, bytes]) -> Path:
+    trim = _trim_module()
+    record = "".join(f"{n},{trim._hash(d)},{len(d)}\n" for n, d in files.items()) + "demo-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+        z.writestr("demo-1.0.dist-info/RECORD", record)
+    return path
+
+
+def _trim_module():
+    spec = importlib.util.spec_from_file_location("trim_wheels", ROOT / "scripts" / "trim_wheels.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_trimmed_wheel_has_a_valid_record_and_installs(tmp_path):
+    trim = _trim_module()
+    files = {"demo/__init__.py": b"VALUE = 1\n", "demo/libfoo_cuda118.so": b"x" * 5000,
+             "demo/libfoo_cuda130.so": b"y" * 100, "demo/tests/test_a.py": b"assert True\n",
+             "demo-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+             "demo-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    wheel = _wheel(tmp_path / "demo-1.0-py3-none-any.whl", files)
+    assert trim.check_record(wheel) == []
+    with zipfile.ZipFile(wheel, "a") as z:  # a file RECORD does not know: check_record must see it
+        z.writestr("demo/extra.py", b"")
+    assert trim.check_record(wheel) == ["demo/extra.py"]
+    wheel = _wheel(tmp_path / "demo-1.0-py3-none-any.whl", files)
+    result = trim.trim_wheel(wheel, ("demo/libfoo_cuda11*.so", "demo/tests/*"))
+    assert sorted(result["dropped"]) == ["demo/libfoo_cuda118.so", "demo/tests/test_a.py"]
+    assert trim.check_record(wheel) == []
+    with zipfile.ZipFile(wheel) as z:
+        assert "demo/libfoo_cuda130.so" in z.namelist() and "demo/tests/test_a.py" not in z.namelist()
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--target",
+                           str(tmp_path / "site"), str(wheel)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PIP_FIND_LINKS": ""})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "site" / "demo" / "libfoo_cuda130.so").read_bytes() == b"y" * 100
