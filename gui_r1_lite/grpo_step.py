@@ -112,7 +112,7 @@ def make_batch(policy, rows: list[dict], answers: list[list[int]]) -> Batch:
     ids = torch.tensor([a + [pad] * (width - len(a)) for a in answers])
     mask = torch.tensor([[1] * len(a) + [0] * (width - len(a)) for a in answers])
     vision = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
-    texts = policy.processor.batch_decode(ids * mask + pad * (1 - mask), skip_special_tokens=True)
+    texts = policy.processor.batch_decode(ids, skip_special_tokens=True)
     return Batch(inputs["input_ids"], inputs["attention_mask"], ids, mask, vision, texts)
 
 
