@@ -551,7 +551,8 @@ def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path,
     assert seconds["compute"]["0"]["sft"]["budget"]["fair"] == "seconds"
     assert read_json(out / "all_tasks" / miniature.RESULT_FILE)["settings"]["tasks"] is None
     md = (out / "study.md").read_text()
-    assert md.count("\n## ") == 3 and md.count("| task | click rows |") == 3 and md.count("| stage |") == 3
+    assert md.count("\n## ") == 3 and md.count("| task | click rows | episodes |") == 3 and md.count("| stage |") == 3
+    assert md.count("| task | click rows | distinct targets |") == 3  # the blind check per task, each part
     assert "Closed-loop success per task" not in md   # no episodes played: no online table
     (out / "study.md").unlink()
     assert main(["--study", str(out), "--report"]) == 0 and (out / "study.md").read_text() == md  # nothing ran
