@@ -18,7 +18,8 @@
 #
 # wheels/ is git-ignored (scripts/fetch_gpu_wheels.sh fills it): it reaches a GPU machine ONLY when the run
 # names it to be carried (`carry: ["wheels"]`); without it this script stops after the inventory and says so.
-# PYTHON picks the interpreter (default: .venv/bin/python where it exists, else python3).
+# PYTHON picks the interpreter (default: .venv/bin/python where it exists, else python3); WHEELS_DIR the wheels
+# (default: wheels).
 # Exits 0 when every part ran or was stopped by its limit, 1 when one failed, 2 without CUDA (not --cpu).
 set -uo pipefail
 CPU=0
@@ -50,6 +51,7 @@ IMPORTS=(torch torchvision transformers trl peft accelerate datasets bitsandbyte
 EXTRA_NEEDS=(torchvision pytest)
 
 START=$SECONDS
+export WHEELS_DIR="${WHEELS_DIR:-wheels}"
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
 export PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
 if [[ -n "${PYTHON:-}" ]]; then
@@ -102,22 +104,24 @@ EOF
 
 # wheels/ as fetched: every file of its manifest, with its sha256
 check_wheels() {
-    echo "== wheels/"
+    echo "== $WHEELS_DIR/"
     "$PY" - <<'EOF'
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
-manifest = Path("wheels/manifest.json")
+folder = Path(os.environ["WHEELS_DIR"])
+manifest = folder / "manifest.json"
 if not manifest.is_file():
-    sys.exit('wheels/ is missing: run scripts/fetch_gpu_wheels.sh where pip reaches PyPI, and carry it with the '
+    sys.exit(f'{folder}/ is missing: run scripts/fetch_gpu_wheels.sh where pip reaches PyPI, and carry it with the '
              'run (carry: ["wheels"]; it is git-ignored, so it does not travel with the tree)')
 wheels = json.loads(manifest.read_text())["wheels"]
-bad = [w["file"] for w in wheels.values() if not (Path("wheels") / w["file"]).is_file()
-       or hashlib.sha256((Path("wheels") / w["file"]).read_bytes()).hexdigest() != w["sha256"]]
+bad = [w["file"] for w in wheels.values() if not (folder / w["file"]).is_file()
+       or hashlib.sha256((folder / w["file"]).read_bytes()).hexdigest() != w["sha256"]]
 if bad:
-    sys.exit(f"wheels/: missing or changed since scripts/fetch_gpu_wheels.sh: {bad}")
+    sys.exit(f"{folder}/: missing or changed since scripts/fetch_gpu_wheels.sh: {bad}")
 print(f"{len(wheels)} wheels, {sum(w['bytes'] for w in wheels.values()) / 2**20:.1f} MiB, as in the manifest")
 EOF
 }
@@ -153,7 +157,7 @@ EOF
         return
     fi
     local t0=$SECONDS
-    if "$PY" -m pip install --no-index --find-links wheels --no-compile --progress-bar off "${needs[@]}" \
+    if "$PY" -m pip install --no-index --find-links "$WHEELS_DIR" --no-compile --progress-bar off "${needs[@]}" \
         2>&1 | grep -v "^Requirement already satisfied"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
         echo "installed in $((SECONDS - t0)) s"
     else
@@ -185,8 +189,8 @@ if "bitsandbytes" not in bad:
 
     lib = type(cextension.lib).__name__
     print(f"bitsandbytes native library: {lib} {getattr(cextension, 'BNB_BACKEND', '')}")
-    if not cpu and "Mock" in lib:
-        bad.append("bitsandbytes (no CUDA library loaded)")
+    if not cpu and lib != "CudaBNBNativeLibrary":  # wheels/ keeps libbitsandbytes_cuda130.so: torch's CUDA 13.0
+        bad.append(f"bitsandbytes (no CUDA library loaded: {lib})")
 sys.exit(f"not importable: {', '.join(bad)}" if bad else 0)
 EOF
 }

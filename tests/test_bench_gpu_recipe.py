@@ -173,6 +173,27 @@ def test_gpu_check_without_cuda_stops_at_once(tmp_path):
     assert time.monotonic() - t0 < 60
 
 
+@pytest.mark.parametrize("wheels", ["absent", "changed"])
+def test_gpu_check_without_its_wheels_stops_after_the_inventory(tmp_path, wheels):
+    folder = tmp_path / "wheels"
+    if wheels == "changed":  # one wheel of the manifest, but not the fetched one
+        folder.mkdir()
+        entry = {"file": "demo-1.0-py3-none-any.whl", "bytes": 1, "sha256": "0" * 64}
+        (folder / "manifest.json").write_text(json.dumps({"wheels": {"demo": entry}}))
+        (folder / entry["file"]).write_bytes(b"x")
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_check.sh"), "--cpu", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "WHEELS_DIR": str(folder), "PYTHON": sys.executable})
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "== inventory" in proc.stdout and "== install" not in proc.stdout
+    if wheels == "absent":
+        assert 'carry: ["wheels"]' in proc.stdout
+    else:
+        assert "missing or changed since scripts/fetch_gpu_wheels.sh: ['demo-1.0-py3-none-any.whl']" in proc.stdout
+    inventory = (tmp_path / "out" / "inventory.txt").read_text().splitlines()
+    assert inventory[0].startswith("python ") and f"torch=={md.version('torch')}" in inventory
+
+
 def _pins(path: Path) -> dict[str, str]:
     return dict(re.findall(r"^\s*([A-Za-z0-9_.-]+)==([^\s#]+)", path.read_text(), flags=re.M))
 
@@ -201,6 +222,14 @@ def test_fetched_wheels_install_offline_for_python_3_12(tmp_path):
                           capture_output=True, text=True, timeout=300, env={**os.environ, "PIP_FIND_LINKS": ""})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert all(name in proc.stdout for name in ("trl-", "bitsandbytes-", "datasets-", "peft-"))
+    # the trimmed wheels are valid (RECORD matches every file) and are the manifest's
+    trim, manifest = _trim_module(), {w["file"]: w for w in _manifest().values()}
+    for wheel in sorted((ROOT / "wheels").glob("*.whl")):
+        assert trim.check_record(wheel) == [], wheel.name
+        assert wheel.stat().st_size == manifest[wheel.name]["bytes"], wheel.name
+    bnb = next((ROOT / "wheels").glob("bitsandbytes-*.whl"))
+    libs = sorted(n for n in zipfile.ZipFile(bnb).namelist() if n.endswith(".so"))
+    assert libs == ["bitsandbytes/libbitsandbytes_cpu.so", "bitsandbytes/libbitsandbytes_cuda130.so"]
 
 
 # --- the JSON of a run: written when it starts, when training starts and after each step -------------------
