@@ -1,6 +1,8 @@
-"""Training: a `TrainConfig` (YAML recipe, flags or a dict) wired into TRL's `GRPOTrainer` or
-`SFTTrainer`; metrics, checkpoints and the merged adapter of a run."""
+"""Training: a `TrainConfig` (our settings, `TrainArguments`, beside TRL's; from a YAML recipe,
+flags or a dict) wired into TRL's `GRPOTrainer` or `SFTTrainer`; metrics, checkpoints and the merged
+adapter of a run."""
 
+from .arguments import TrainArguments
 from .checkpoints import last_checkpoint
 from .config import ConfigError, TrainConfig
 from .fingerprint import trainable_fingerprint
@@ -8,5 +10,5 @@ from .logs import read_metrics, start_and_end
 from .merge import merge_adapter
 from .trainer import TrainResult, resolve_model, train
 
-__all__ = ["ConfigError", "TrainConfig", "TrainResult", "last_checkpoint", "merge_adapter", "read_metrics",
-           "resolve_model", "start_and_end", "train", "trainable_fingerprint"]
+__all__ = ["ConfigError", "TrainArguments", "TrainConfig", "TrainResult", "last_checkpoint", "merge_adapter",
+           "read_metrics", "resolve_model", "start_and_end", "train", "trainable_fingerprint"]

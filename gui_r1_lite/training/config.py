@@ -33,9 +33,11 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "ddp_find_unused_parameters": False,
 }
 METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
-    # GUI-R1's values: 5 completions a prompt, KL beta 0.01, answers up to 1,024 tokens, sampled as drawn
+    # GUI-R1's values: 5 completions a prompt, KL beta 0.01, answers up to 1,024 tokens, sampled as drawn;
+    # its loss adds the k3 KL term alone, where TRL 1.16 multiplies it by the importance ratio by default
+    # (use_bias_correction_kl: the same value on-policy, another gradient; tests/test_grpo_by_hand.py)
     "grpo": {"num_generations": 5, "beta": 0.01, "max_completion_length": 1024, "loss_type": "grpo",
-             "temperature": 1.0, "top_p": 1.0},
+             "temperature": 1.0, "top_p": 1.0, "use_bias_correction_kl": False},
     # no truncation of the (short) answers; the loss covers the answer, not the prompt
     "sft": {"max_length": None, "completion_only_loss": True},
 }
@@ -284,8 +286,8 @@ def build_parser(method: str, show_defaults: bool = False) -> argparse.ArgumentP
 def given_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
     """The settings `argv` gives, by name, read by `parser`: with every default SUPPRESSed, argparse
     leaves out what was not given, so a recipe's value stands unless a flag overrides it."""
-    for action in parser._actions:  # as TrlParser.set_defaults_with_config sets them (set_defaults would
-        action.default = argparse.SUPPRESS  # also fill the namespace with them)
+    for action in parser._actions:  # as TrlParser.set_defaults_with_config sets a recipe's defaults
+        action.default = argparse.SUPPRESS  # (parser.set_defaults would also put them in the namespace)
     flags = vars(parser.parse_args(argv))
     flags.pop("config", None)
     return flags
