@@ -1,5 +1,6 @@
-"""The generic run-folder pieces training and evaluation share: content digests (cheap for large
-weights), records with a fingerprint read back tolerantly, differences in words, and refusals."""
+"""The run-record module that training, evaluation, the closed loop and the miniature's stages share:
+content digests (cheap for large weights), records with a fingerprint read back tolerantly,
+differences in words, refusals, and a results folder opened, resumed or refused."""
 
 from __future__ import annotations
 
@@ -105,3 +106,33 @@ def test_an_unwritable_folder_is_refused_naming_the_flag(tmp_path):
         R.writable_folder(tmp_path / "file" / "run", "output_dir")
     made = R.writable_folder(tmp_path / "new" / "run")
     assert made.is_dir() and list(made.iterdir()) == []  # made, and the probe file is gone
+
+
+def test_a_results_folder_is_resumed_by_its_run_refused_to_another_and_cleared_on_overwrite(tmp_path):
+    def open_(made_by: dict, overwrite: bool = False):
+        return R.open_run_folder(tmp_path, made_by, results=["episodes.jsonl"], clear=["summary.json", "shots"],
+                                 holds="episodes", resume="to resume, rerun", overwrite=overwrite,
+                                 about={"name": "p"})
+
+    ours = {"policy": {"hub_id": "a/b"}, "limit": 3}
+    assert open_(ours) == tmp_path and R.read_record(tmp_path)["made_by"] == ours
+    (tmp_path / "episodes.jsonl").write_text('{"seed": 1}\n')
+    (tmp_path / "shots").mkdir()
+    open_(ours)  # the same run resumes: nothing is deleted
+    assert (tmp_path / "episodes.jsonl").exists() and (tmp_path / "shots").is_dir()
+    with pytest.raises(R.RunFolderMismatch, match=r"holds episodes made otherwise: limit: 3 there, 4 now.*"
+                                                   r"--overwrite.*to resume, rerun \(see .*run\.json\)"):
+        open_({**ours, "limit": 4})
+    open_({**ours, "limit": 4}, overwrite=True)
+    assert not (tmp_path / "episodes.jsonl").exists() and not (tmp_path / "shots").exists()
+    assert R.read_record(tmp_path)["made_by"]["limit"] == 4 and R.read_record(tmp_path)["name"] == "p"
+
+
+def test_a_stage_record_is_read_like_a_run_record_and_a_completer_without_identity_by_its_class(tmp_path):
+    (tmp_path / "stage.json").write_text('{"steps": 2}')
+    assert R.read_record(tmp_path, "stage.json") == {"steps": 2} and R.read_record(tmp_path) is None
+
+    class Player:
+        name = "player"
+
+    assert R.completer_identity(Player()) == {"class": f"{__name__}.{Player.__qualname__}", "name": "player"}
