@@ -1,0 +1,96 @@
+"""The grounding pages and the pretraining rows: valid GUI-R1 rows that vary and cannot be answered
+from the instruction alone, SFT rows whose loss falls on the answer only, and the paired interval."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import pytest
+
+from grounding.check import paired_interval
+from grounding.pages import KINDS, PageSettings, generate, header_height, kind_counts
+from grounding.pretrain import parse_stage, pixels_for
+from gui_r1_lite.actions import parse_completion
+from gui_r1_lite.data import load_gui_r1, write_gui_r1
+from gui_r1_lite.geometry import point_in_box, target_point
+
+ALL = PageSettings(width=168, height=224, kinds=KINDS, min_elements=2, max_elements=4)
+
+
+def test_pages_are_valid_gui_r1_rows(tmp_path):
+    # Written as GUI-R1 parquet and read back by the package's loader: no row refused.
+    pages = list(generate(ALL, 40, seed=3))
+    path = write_gui_r1(pages, tmp_path / "pages.parquet")
+    loaded = load_gui_r1(path, strict=True)
+    assert len(loaded) == 40
+    for s in loaded:
+        x1, y1, x2, y2 = s.gt_bbox
+        assert 0 <= x1 < x2 <= s.image_size[0] and 0 <= y1 < y2 <= s.image_size[1], s.id
+        assert s.image_size == (168, 224) and s.gt_action == "click"
+
+
+def test_pages_vary_and_repeat_by_seed():
+    a, b, c = (list(generate(ALL, 30, seed)) for seed in (1, 1, 2))
+    assert [s.image_bytes for s in a] == [s.image_bytes for s in b]  # same seed: same pages
+    assert all(x.image_bytes != y.image_bytes for x, y in zip(a, c, strict=True))  # another seed: others
+    assert len({s.gt_bbox for s in a}) == 30  # every target somewhere else
+    assert set(kind_counts(a)) == set(KINDS) and len(set(kind_counts(a).values())) == 1
+
+
+def test_the_instruction_alone_does_not_say_where():
+    # The same instruction names targets far apart: a blind policy cannot know where to click.
+    by_text = defaultdict(list)
+    for s in generate(replace(ALL, kinds=("colour", "shape")), 400, seed=0):
+        by_text[s.instruction].append(target_point(s.gt_bbox))
+    spreads = [max(p[0] for p in pts) - min(p[0] for p in pts) for pts in by_text.values() if len(pts) > 5]
+    assert spreads and min(spreads) > 60
+
+
+def test_header_keeps_elements_below_it():
+    st = replace(ALL, header=True)
+    for s in generate(st, 30, seed=4):
+        assert s.gt_bbox[1] >= header_height(st), s.id
+
+
+def test_grid_puts_centres_on_cells():
+    st = PageSettings(width=112, height=112, grid=4, min_elements=1, max_elements=1)
+    centres = {target_point(s.gt_bbox) for s in generate(st, 60, seed=0)}
+    assert centres <= {(14 + 28 * i, 14 + 28 * j) for i in range(4) for j in range(4)}
+
+
+def test_stage_and_pixels_parse():
+    st = parse_stage("300:4:1:3:colour,shape:0.5", PageSettings())
+    assert st.steps == 300 and st.settings.grid == 4 and st.settings.kinds == ("colour", "shape")
+    assert st.settings.gradient == 0.5
+    with pytest.raises(Exception, match="expected STEPS"):
+        parse_stage("300:4", PageSettings())
+    assert pixels_for(112, 84) == (9408, 9408)
+    with pytest.raises(ValueError, match="multiples of 28"):
+        pixels_for(100, 112)
+
+
+def test_paired_interval():
+    seeing, blind = [1] * 30 + [0] * 10, [0] * 40
+    got = paired_interval(seeing, blind)
+    assert got["mean"] == pytest.approx(0.75) and 0.6 < got["ci95"][0] < 0.75 < got["ci95"][1] <= 0.9
+    same = paired_interval([1, 0] * 20, [1, 0] * 20)
+    assert same["ci95"] == [0.0, 0.0]
+    with pytest.raises(ValueError, match="paired"):
+        paired_interval([1], [1, 0])
+
+
+def test_training_rows_label_the_answer_only(tiny_model_dir):
+    # The loss falls on the SFT answer (the package's format) and nothing of the prompt or padding.
+    from grounding.loop import encode_batch
+    from gui_r1_lite.modeling import load_policy
+
+    pixels = pixels_for(112, 112)
+    policy = load_policy(tiny_model_dir, lora=None, min_pixels=pixels[0], max_pixels=pixels[1], device="cpu")
+    pages = list(generate(PageSettings(kinds=("colour", "button")), 3, seed=0))
+    batch = encode_batch(policy.processor, pages, pixels)
+    tok = policy.processor.tokenizer
+    for row, page in zip(batch["labels"], pages, strict=True):
+        text = tok.decode(row[row != -100], skip_special_tokens=True)
+        answer = parse_completion(text).prediction
+        assert answer.action == "click" and point_in_box(answer.point, page.gt_bbox, inclusive=True), text
