@@ -4,7 +4,8 @@
 # 540 s (one command may run 600 s):
 #   1. prints the image's package inventory (every installed distribution, pip, the GPU) to inventory.txt;
 #   2. installs what the GPU path needs and the image lacks from wheels/ (`pip install --no-index --find-links
-#      wheels`; pip resolves against what is installed and takes only the missing or too old);
+#      wheels`; pip resolves against what is installed and takes only the missing or too old; an image
+#      without pip gets every wheel unpacked into one folder first on PYTHONPATH);
 #   3. imports every module the GPU path imports (the list below, traced from it; tests check it) and says
 #      which one fails and why;
 #   4. runs, each under its own time limit: the `gpu` tests (scripts/gpu_smoke.sh), the build of the random 3B
@@ -157,6 +158,10 @@ EOF
         return
     fi
     local t0=$SECONDS
+    if ! "$PY" -m pip --version >/dev/null 2>&1; then
+        unpack_wheels
+        return
+    fi
     if "$PY" -m pip install --no-index --find-links "$WHEELS_DIR" --no-compile --progress-bar off "${needs[@]}" \
         2>&1 | grep -v "^Requirement already satisfied"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
         echo "installed in $((SECONDS - t0)) s"
@@ -164,6 +169,30 @@ EOF
         fail "install: pip could not install from wheels/ (above)"
     fi
     "$PY" -m pip check 2>&1 | tail -5 || true
+}
+
+# Without pip: every wheel unpacked into one folder put first on PYTHONPATH (they were fetched to work together;
+# what they shadow of the image, such as its fsspec or peft, is what pip would have replaced).
+unpack_wheels() {
+    local site="${TMPDIR:-/tmp}/gui_r1_lite_gpu_site"
+    echo "no pip for $PY: unpacking every wheel of $WHEELS_DIR into $site (first on PYTHONPATH)"
+    rm -rf "$site"
+    if "$PY" - "$site" <<'EOF'
+import os
+import sys
+import zipfile
+from pathlib import Path
+
+for wheel in sorted(Path(os.environ["WHEELS_DIR"]).glob("*.whl")):
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(sys.argv[1])
+EOF
+    then
+        export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+        echo "unpacked in $((SECONDS - t0)) s"
+    else
+        fail "install: could not unpack $WHEELS_DIR into $site"
+    fi
 }
 
 check_imports() {
