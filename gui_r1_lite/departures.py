@@ -135,7 +135,9 @@ def departures(settings=None, recipe: str | Path | None = None) -> list[Departur
         reasons = []
         if gpu[key] != original and RECIPE_WHY.get(key):
             reasons.append(f"GPU: {RECIPE_WHY[key]}")
-        if mini[key] != gpu[key] and mini[key] != original and not (key == "kl_times_ratio" and not mini["beta"]):
+        if key == "kl_times_ratio" and not mini["beta"]:
+            reasons.append("CPU: no KL term at beta 0 (see KL beta)")
+        elif mini[key] != gpu[key] and mini[key] != original:
             why = miniature_why(settings, key) if mini[key] == default[key] else \
                 f"set for this run (the miniature's default: {default[key]})"
             reasons.append(f"CPU: {why or 'not measured'}")

@@ -36,15 +36,16 @@ def test_changing_a_setting_changes_the_table(tmp_path: Path):
     rows = by_key(departures(MiniatureSettings.from_overrides(beta=0.01, loss_type="dapo", num_generations=5)))
     assert rows["beta"].miniature == 0.01 and "CPU" not in rows["beta"].why
     assert not rows["loss_type"].differs and not rows["loss_type"].why
-    assert rows["kl_times_ratio"].miniature is True  # TRL's default reaches the miniature once it has a KL term
+    # our default follows the original (the k3 term alone), not TRL's (times the ratio)
+    assert rows["kl_times_ratio"].miniature is False
     assert rows["num_generations"].miniature == 5 and not rows["num_generations"].differs
     rows = by_key(departures(MiniatureSettings.from_overrides(max_completion_length=8)))
     assert rows["max_completion_length"].why == "CPU: set for this run (the miniature's default: 44)"
 
     recipe = yaml.safe_load(RECIPE.read_text())
-    recipe.update(learning_rate=2e-5, gradient_accumulation_steps=8, use_bias_correction_kl=False)
+    recipe.update(learning_rate=2e-5, gradient_accumulation_steps=8, use_bias_correction_kl=True)
     changed = tmp_path / "recipe.yaml"
     changed.write_text(yaml.safe_dump(recipe))
     rows = by_key(departures(recipe=changed))
     assert rows["learning_rate"].recipe == 2e-5 and rows["prompts_per_update"].recipe == 8
-    assert rows["kl_times_ratio"].recipe is False and "GPU" not in rows["kl_times_ratio"].why
+    assert rows["kl_times_ratio"].recipe is True and "use_bias_correction_kl" in rows["kl_times_ratio"].why
