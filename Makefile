@@ -17,11 +17,12 @@ setup: $(BIN)/.installed
 run: setup
 	$(BIN)/python -m gui_r1_lite.pipeline $(ARGS)
 
-# the full miniature study (5 seeds, SFT matched on visits and on seconds, every task; hours on 2 cores);
-# a rerun continues it. Its tables and wall time land in $(STUDY)/study.md and study.json.
+# the full miniature study (5 seeds, SFT matched on visits and on seconds, every task; hours on 2 cores),
+# run by the research harness beside the package (study/); a rerun continues it. Its tables and wall time
+# land in $(STUDY)/study.md and study.json.
 STUDY ?= runs/study
 study: setup
-	$(BIN)/python -m gui_r1_lite.miniature --study $(STUDY) $(ARGS)
+	$(BIN)/python -m study --study $(STUDY) $(ARGS)
 
 # the executed notebooks committed in notebooks/executed/ (a cpu-mini run of the main job, with its outputs)
 notebooks: setup

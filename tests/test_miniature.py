@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -14,15 +15,18 @@ import pytest
 from gui_r1_lite import miniature, progress
 from gui_r1_lite.data import load_gui_r1
 from gui_r1_lite.errors import RunFailed, UsageError
-from gui_r1_lite.miniature import __main__ as miniature_cli
-from gui_r1_lite.miniature.__main__ import main, parse_overrides
+from gui_r1_lite.miniature.__main__ import main as miniature_main
+from gui_r1_lite.miniature.__main__ import parse_overrides
 from gui_r1_lite.miniature.parallel import run_parallel
 from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
 from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
 from gui_r1_lite.miniature.stages import run_stage
-from gui_r1_lite.miniature.study import run_study, share_stages
-from gui_r1_lite.miniature.sweep import SHIPPED_EVIDENCE, choose, config_name, configurations, run_sweep, sweep_table
 from gui_r1_lite.runio import read_json, read_jsonl, write_jsonl_atomic
+from study import __main__ as study_cli
+from study.__main__ import main
+from study.orchestrate import run_study, share_stages
+from study.sweep import SHIPPED_EVIDENCE, choose, config_name, configurations, run_sweep, sweep_table
+from study.tables import compute_table
 
 TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
                    max_completion_length=8, max_new_tokens=8, eval_limit=6, eval_batch_size=6,
@@ -215,6 +219,26 @@ def test_online_stages_need_the_live_page_evaluator(tmp_path, monkeypatch):
 # --- the validation sweep and the study's shared stages -----------------------------------------------
 
 
+def test_the_study_harness_lives_beside_the_package_and_the_package_never_imports_it():
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys, gui_r1_lite.miniature, gui_r1_lite.miniature.__main__, gui_r1_lite.pipeline, "
+            "gui_r1_lite.experiments; print(sorted(m for m in sys.modules if m == 'study' or m.startswith('study.')))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"  # the miniature and notebook 04's path load nothing of the study
+    harness = re.compile(r"^\s*(?:from|import)\s+study(?:[.\s]|$)", re.MULTILINE)
+    assert harness.search("    from study.sweep import run_sweep") and not harness.search("from .x import study_stats")
+    for path in (root / "gui_r1_lite").rglob("*.py"):
+        assert not harness.search(path.read_text(encoding="utf-8")), path
+    assert not list((root / "gui_r1_lite" / "miniature").glob("*.json"))  # the sweep's evidence moved with it
+    assert root / "study" / "sweep_evidence.json" == SHIPPED_EVIDENCE and SHIPPED_EVIDENCE.exists()
+    helped = subprocess.run([sys.executable, "-m", "study", "--help"], cwd=root, capture_output=True, text=True)
+    assert helped.returncode == 0 and "--study OUT" in helped.stdout and "--sweep OUT" in helped.stdout
+    with pytest.raises(SystemExit):  # the miniature's own command runs the miniature only
+        miniature_main(["--study", "x"])
+
+
 def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
     configs = configurations()
     assert len(configs["sft"]) == len(configs["sft_grpo"]) == 6
@@ -402,7 +426,7 @@ def test_the_result_file_and_the_table(tiny_run):
 
 def test_the_compute_table_shows_each_training_stage_s_cost_over_seeds(tiny_run):
     _, result = tiny_run
-    table = miniature.compute_table(result).splitlines()
+    table = compute_table(result).splitlines()
     assert [r.split(" | ")[0] for r in table[2:]] == ["| warm start (both arms)", "| SFT", "| SFT → GRPO"]
     grpo = dict(zip(table[0].split(" | "), table[4].split(" | "), strict=True))
     steps = {result["compute"][str(s)]["sft_grpo"]["steps"] for s in SEEDS}
@@ -524,8 +548,7 @@ def test_the_sweep_tunes_both_arms_on_the_validation_seeds_only(tiny_run, tmp_pa
 
 
 def test_the_sweep_command_runs_both_budgets_unless_one_is_named(monkeypatch, tmp_path):
-    from gui_r1_lite.miniature import __main__ as command
-
+    command = study_cli
     calls = []
 
     def fake_sweep(out, seeds, **kwargs):
@@ -557,7 +580,7 @@ def test_the_study_runs_every_part_and_records_its_wall_time(tiny_run, tmp_path,
     (out / "study.md").unlink()
     assert main(["--study", str(out), "--report"]) == 0 and (out / "study.md").read_text() == md  # nothing ran
     # the command prints the same tables at the end of its run (the study itself is the one above)
-    monkeypatch.setattr(miniature_cli, "run_study", lambda *args, **kwargs: study)
+    monkeypatch.setattr(study_cli, "run_study", lambda *args, **kwargs: study)
     capsys.readouterr()
     assert main(["--study", str(out)]) == 0 and md in capsys.readouterr().out
     moved = out.rename(tmp_path / "moved")   # the parts are read from the folder, not from where it once was
@@ -571,4 +594,4 @@ def test_report_needs_a_finished_study(tmp_path):
     with pytest.raises(UsageError, match="no finished study"):
         main(["--study", str(tmp_path), "--report"])
     with pytest.raises(SystemExit):
-        main(["--out", str(tmp_path), "--report"])
+        main(["--sweep", str(tmp_path), "--report"])

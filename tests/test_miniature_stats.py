@@ -16,6 +16,7 @@ from gui_r1_lite import metrics, pipeline, viz
 from gui_r1_lite.miniature import report, stats
 from gui_r1_lite.online import wilson
 from gui_r1_lite.runio import read_jsonl, write_jsonl_atomic
+from study import tables
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -226,10 +227,10 @@ def test_statistics_are_restated_from_a_moved_run_s_own_folders(study_folder, tm
     before = pipeline.miniature_result(study_folder)["stats"]
     moved = here.rename(tmp_path / "moved")
     stored = json.loads((moved / "miniature.json").read_text())  # its folders name the old place
-    assert report.restated(stored, moved)["stats"] == before
-    assert report.restated({**stored, "online_runs": None}, moved)["stats"] == before  # found by the stage names
+    assert tables.restated(stored, moved)["stats"] == before
+    assert tables.restated({**stored, "online_runs": None}, moved)["stats"] == before  # found by the stage names
     shutil.rmtree(moved / "seed0" / "warm_eval")
-    assert report.restated(stored, moved) == stored  # a stage folder gone: the result as it was stored
+    assert tables.restated(stored, moved) == stored  # a stage folder gone: the result as it was stored
 
 
 def test_the_statistics_agree_with_the_stage_metrics(study_folder):
@@ -267,12 +268,12 @@ def test_the_tables_show_intervals_gain_and_counts(study_folder):
 
 def test_the_online_table_pools_each_task_s_episodes_over_seeds(study_folder):
     study = pipeline.miniature_result(study_folder)
-    table = report.online_task_table(study).splitlines()
+    table = tables.online_task_table(study).splitlines()
     assert table[0].startswith("| task | random: solved / episodes") and "warm" not in table[0]  # no warm online
     lo, hi = (f"{100 * v:.1f}" for v in wilson(4, 8))
     assert table[2] == f"| click-tab | 0 / 8, 0.0 [0.0, 32.4] | 2 / 8, 25.0 [7.1, 59.1] | 4 / 8, 50.0 [{lo}, {hi}] |"
     assert table[3].startswith("| login-user | 0 / 8")
-    assert report.online_task_table({"online": {}}) == "(no closed-loop episodes in this run)"
+    assert tables.online_task_table({"online": {}}) == "(no closed-loop episodes in this run)"
 
 
 def test_the_bars_show_the_intervals_and_the_gain_readably(study_folder):

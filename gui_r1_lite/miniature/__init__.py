@@ -12,10 +12,10 @@ Design (the README's miniature section has the figures):
   SAME SFT warm start (`warm`, `warm_steps` steps), then each gets the same extra budget on the
   same training rows: `sft` continues SFT, `sft_grpo` runs GRPO with the `rewards` of
   `rewards.REWARDS`. Each arm's continuation settings are its best on the validation split
-  (`VALIDATION_RUNS`; `--sweep` tunes both arms with the same number of configurations, SFT over
-  learning rate and stopping point, GRPO over learning rate and temperature: `SWEEP_GRID`); the
-  settings not tuned are listed with their reasons in `FIXED_A_PRIORI`. The held-out file played no
-  part in any choice.
+  (`VALIDATION_RUNS`; the sweep, `python -m study --sweep`, tunes both arms with the same number of
+  configurations, SFT over learning rate and stopping point, GRPO over learning rate and temperature:
+  `SWEEP_GRID`); the settings not tuned are listed with their reasons in `FIXED_A_PRIORI`. The
+  held-out file played no part in any choice.
 - Fair compute (`fair`): "visits" (default) gives both arms the same number of prompt visits
   after the warm start (`extra_prompts`; a GRPO visit is one prompt with `num_generations`
   sampled answers, an SFT visit one prompt with its target answer), i.e. both see the same
@@ -53,8 +53,10 @@ when the stage finished (`stages`), and `miniature.json`. A rerun skips every st
 exists; an interrupted training stage starts over.
 
     python -m gui_r1_lite.miniature --out runs/miniature [--seeds 0,1,2] [--validate] [--workers 2]
-    python -m gui_r1_lite.miniature --study runs/study     # the full study (`study`), or: make study
-    python -m gui_r1_lite.miniature --sweep runs/sweep     # tune both arms on validation (`sweep`)
+
+The research harness of the study (the validation sweep, the full study's orchestration and its
+report's own tables) lives beside the package, in the top-level `study/` folder (`python -m study`,
+or `make study`); it imports this package, which never imports it.
 """
 
 from .report import (
@@ -64,9 +66,8 @@ from .report import (
     aggregate,
     arm_results,
     blind_task_table,
-    compute_table,
     miniature_table,
-    online_task_table,
+    per_task_table,
 )
 from .runner import RESULT_FILE, TRAINED, SeedRun, run_miniature, run_seed, stage_names
 from .settings import (
@@ -84,15 +85,11 @@ from .settings import (
 )
 from .splits import prepare_data, prepared_data, seed_of, select_rows, task_mix, task_of
 from .stages import STAGE_FILE, arm_metrics, per_task_click_accuracy
-from .study import run_study
-from .sweep import run_sweep
 
 __all__ = [
     "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
     "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED", "VALIDATION_RUNS",
     "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "blind_task_table",
-    "compute_table",
-    "miniature_table", "online_task_table",
-    "per_task_click_accuracy", "prepare_data", "prepared_data", "run_miniature", "run_seed", "run_study", "run_sweep",
-    "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
+    "miniature_table", "per_task_click_accuracy", "per_task_table", "prepare_data", "prepared_data", "run_miniature",
+    "run_seed", "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
 ]

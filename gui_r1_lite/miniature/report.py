@@ -13,11 +13,9 @@ from typing import Any
 
 from ..errors import UsageError
 from ..online import EPISODES_FILE
-from ..online.results import wilson
 from ..runio import read_jsonl
 from . import stats
 from .splits import select_rows, task_of
-from .stages import seed_folder
 
 ARMS: tuple[str, ...] = ("random", "sft", "sft_grpo")
 #: The SFT warm start both trained arms begin from, scored as a reference beside the arms.
@@ -181,23 +179,6 @@ def _episode_rows(result: Mapping, folder: str | os.PathLike) -> list[stats.Clic
         raise ValueError(f"{path}: {exc}") from exc
 
 
-def restated(result: dict, folder: str | os.PathLike) -> dict:
-    """`result` (a miniature run's result file) with its statistics computed afresh from the
-    prediction and episode files of its seeds' stages under `folder`, the run's folder wherever it
-    now is (the folders the result recorded are relative to where it ran). Unchanged when a stage
-    folder is gone."""
-    seeds = [str(s) for s in result.get("seeds") or []]
-    predictions = {s: {a: str(seed_folder(folder, int(s)) / f"{a}_eval") for a in result["predictions"][s]}
-                   for s in seeds}
-    online = result.get("online")
-    runs = {s: {a: str(seed_folder(folder, int(s)) / f"{a}_online") for a in (online or {}).get(s) or {}}
-            for s in seeds} if online else None
-    folders = [f for by_arm in (predictions, runs or {}) for s in by_arm.values() for f in s.values()]
-    if not seeds or not all(Path(f).is_dir() for f in folders):
-        return result
-    return {**result, "stats": study_statistics(predictions, online, online_runs=runs)}
-
-
 def _arm_statistics(rows: Mapping[int, Sequence[stats.ClickRow]], n_boot: int, seed: int) -> dict[str, Any]:
     """One arm's click accuracy on all rows and on parsed rows with intervals, its click rows per
     seed and the share of them whose answer parsed."""
@@ -230,16 +211,16 @@ def arm_results(result: dict) -> dict:
     return out
 
 
-def _pct(v: float | None, signed: bool = False) -> str:
+def pct(v: float | None, signed: bool = False) -> str:
     return "–" if v is None else f"{100 * v:+.1f}" if signed else f"{100 * v:.1f}"
 
 
-def _with_interval(value: Mapping | None, signed: bool = False) -> str:
+def with_interval(value: Mapping | None, signed: bool = False) -> str:
     """`mean [lo, hi]` in percent (points when `signed`), or `–`."""
     if not value or value.get("mean") is None:
         return "–"
     ci = value.get("ci95")
-    return _pct(value["mean"], signed) + (f" [{_pct(ci[0], signed)}, {_pct(ci[1], signed)}]" if ci else "")
+    return pct(value["mean"], signed) + (f" [{pct(ci[0], signed)}, {pct(ci[1], signed)}]" if ci else "")
 
 
 def miniature_table(result: dict) -> str:
@@ -262,14 +243,14 @@ def miniature_table(result: dict) -> str:
     rows += [(arm, arm, result[arm]) for arm in ARMS[1:]]
     for arm, label, figures in rows:
         click = arms.get(arm) or {}
-        cells = [_pct(figures["format_rate"]["mean"]),
-                 _with_interval(click.get("click_accuracy") or figures["click_accuracy"]),
-                 _with_interval(click.get("click_accuracy_parsed")),
-                 _pct(figures["strict_step_success"]["mean"])]
+        cells = [pct(figures["format_rate"]["mean"]),
+                 with_interval(click.get("click_accuracy") or figures["click_accuracy"]),
+                 with_interval(click.get("click_accuracy_parsed")),
+                 pct(figures["strict_step_success"]["mean"])]
         if looks:
-            cells += [_with_interval((arms.get(blind_arm(arm)) or {}).get("click_accuracy")),
-                      _with_interval(looks.get(arm), True)]
-        cells += [_with_interval((online.get(arm) or {}).get("success"))] if online else []
+            cells += [with_interval((arms.get(blind_arm(arm)) or {}).get("click_accuracy")),
+                      with_interval(looks.get(arm), True)]
+        cells += [with_interval((online.get(arm) or {}).get("success"))] if online else []
         lines.append(f"| {label} | {' | '.join(cells)} |")
     return "\n".join(lines + [""] + _gain_lines(st) + [_table_note(result, st)])
 
@@ -280,13 +261,13 @@ def _gain_lines(st: Mapping) -> list[str]:
     if not gain:
         return []
     vs, arm, seeds = st["vs"], st["arm"], gain["click_accuracy"]["seeds"]
-    per_seed = ", ".join(f"seed {s} {_pct(v, True)}" for s, v in zip(seeds, gain["click_accuracy"]["per_seed"],
+    per_seed = ", ".join(f"seed {s} {pct(v, True)}" for s, v in zip(seeds, gain["click_accuracy"]["per_seed"],
                                                                        strict=True))
     tests = ", ".join(f"seed {s} p = {t['p_value']:.3g} ({t['only_a']} rows hit by {vs} only, {t['only_b']} by "
                       f"{arm} only)" for s, t in ((s, st["mcnemar"][str(s)]) for s in seeds))
-    return [f"gain of {arm} over {vs}, click accuracy: {_with_interval(gain['click_accuracy'], True)} points "
+    return [f"gain of {arm} over {vs}, click accuracy: {with_interval(gain['click_accuracy'], True)} points "
             f"(paired, per seed: {per_seed}); on each arm's parsed rows: "
-            f"{_with_interval(gain['click_accuracy_parsed'], True)} points",
+            f"{with_interval(gain['click_accuracy_parsed'], True)} points",
             f"McNemar exact test on each seed's held-out click rows: {tests}"] + _online_gain_line(st)
 
 
@@ -295,8 +276,8 @@ def _online_gain_line(st: Mapping) -> list[str]:
     gain = st.get("online_gain")
     if not gain or gain.get("mean") is None:
         return []
-    per_seed = ", ".join(f"seed {s} {_pct(v, True)}" for s, v in zip(gain["seeds"], gain["per_seed"], strict=True))
-    return [f"gain of {st['arm']} over {st['vs']}, closed-loop success: {_with_interval(gain, True)} points "
+    per_seed = ", ".join(f"seed {s} {pct(v, True)}" for s, v in zip(gain["seeds"], gain["per_seed"], strict=True))
+    return [f"gain of {st['arm']} over {st['vs']}, closed-loop success: {with_interval(gain, True)} points "
             f"(paired on the same task pages, per seed: {per_seed}; interval drawing seeds, then episodes)"]
 
 
@@ -324,7 +305,7 @@ def per_task_table(result: dict) -> str:
              "|---|" + "---:|" * (2 + len(arms))]
     for t in tasks:
         first = next(per_task[a][t] for a in arms if t in per_task[a])
-        cells = [_pct((per_task[a].get(t) or {}).get("accuracy")) for a in arms]
+        cells = [pct((per_task[a].get(t) or {}).get("accuracy")) for a in arms]
         lines.append(f"| {t} | {first['rows']} | {first['episodes']} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
@@ -345,67 +326,10 @@ def blind_task_table(result: dict) -> str:
              "|---|" + "---:|" * (2 + len(arms))]
     for t in tasks:
         first = next(distinct[a][t] for a in arms if t in distinct[a])
-        cells = [f"{_pct((per_task[a].get(t) or {}).get('accuracy'))} / "
-                 f"{_pct((per_task[blind_arm(a)].get(t) or {}).get('accuracy'))} "
+        cells = [f"{pct((per_task[a].get(t) or {}).get('accuracy'))} / "
+                 f"{pct((per_task[blind_arm(a)].get(t) or {}).get('accuracy'))} "
                  f"({round((distinct[a].get(t) or {}).get('distinct_answers', 0), 1):g})" for a in arms]
         lines.append(f"| {t} | {first['rows']} | {first['distinct_targets']} | {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
-def online_task_table(result: dict) -> str:
-    """A Markdown table of closed-loop success per task: for every arm that played on every seed,
-    the episodes solved of those played, pooled over seeds, in % with Wilson's 95 % interval of the
-    pooled episodes, which treats every episode as an independent draw (the arms' table's interval
-    also draws seeds, so it covers the spread between seeds' models too)."""
-    online = result.get("online") or {}
-    seeds = sorted(online, key=int)
-    arms = [a for a in (ARMS[0], WARM, *ARMS[1:]) if seeds and all(a in (online[s] or {}) for s in seeds)]
-    if not arms:
-        return "(no closed-loop episodes in this run)"
-    counts = {a: [stats.online_counts(online[s][a]) for s in seeds] for a in arms}
-    tasks = sorted({t for a in arms for c in counts[a] for t in c})
-    lines = [f"| task | {' | '.join(f'{a}: solved / episodes, % [95 % CI]' for a in arms)} |",
-             "|---|" + "---:|" * len(arms)]
-    for t in tasks:
-        cells = []
-        for a in arms:
-            solved, n = (sum(c.get(t, (0, 0))[i] for c in counts[a]) for i in (0, 1))
-            lo, hi = wilson(solved, n)
-            cells.append(f"{solved} / {n}, {_pct(solved / n)} [{_pct(lo)}, {_pct(hi)}]" if n else "–")
-        lines.append(f"| {t} | {' | '.join(cells)} |")
-    return "\n".join(lines)
-
-
-#: The compute of each trained stage as `compute_table` shows it: (result key, column heading).
-COMPUTE_COLUMNS = (("steps", "optimiser steps"), ("prompt_visits", "prompt visits"),
-                   ("completions", "sampled answers"), ("train_cpu_seconds", "training-loop CPU s"),
-                   ("train_runtime", "training wall s"))
-
-
-def _spread(values: Sequence[float | None], digits: int = 0) -> str:
-    """`mean (min–max)` of the values that are known; `–` when none is."""
-    vals = [float(v) for v in values if v is not None]
-    if not vals:
-        return "–"
-    mean = f"{statistics.fmean(vals):,.{digits}f}"
-    lo, hi = f"{min(vals):,.{digits}f}", f"{max(vals):,.{digits}f}"
-    return mean if lo == hi else f"{mean} ({lo}–{hi})"
-
-
-def compute_table(result: dict) -> str:
-    """A Markdown table of what each trained stage cost (warm start, SFT, SFT → GRPO): optimiser
-    steps, prompt visits, sampled answers, the training loop's CPU seconds (one thread, so the work
-    done, whatever else ran) and its wall seconds; the mean over seeds with the range in brackets.
-    The SFT and GRPO rows are the arms' own cost, after the warm start both share."""
-    compute = result.get("compute") or {}
-    seeds = sorted(compute, key=int)
-    names = {WARM: "warm start (both arms)", "sft": "SFT", "sft_grpo": "SFT → GRPO"}
-    lines = [f"| stage | {' | '.join(h for _, h in COMPUTE_COLUMNS)} |", "|---|" + "---:|" * len(COMPUTE_COLUMNS)]
-    for arm, name in names.items():
-        rows = [compute[s].get(arm) or {} for s in seeds]
-        if not any(rows):
-            continue
-        lines.append(f"| {name} | {' | '.join(_spread([r.get(k) for r in rows]) for k, _ in COMPUTE_COLUMNS)} |")
     return "\n".join(lines)
 
 

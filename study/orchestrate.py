@@ -4,7 +4,7 @@ visits (`visits/`) and on seconds (`seconds/`, with the SFT settings chosen for 
 and on every MiniWoB++ task as a secondary run (`all_tasks/`); its wall time, and each part's, in
 `study.json`, the tables in `study.md`.
 
-    python -m gui_r1_lite.miniature --study runs/study      (or: make study)
+    python -m study --study runs/study      (or: make study)
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..runio import read_json, write_json_atomic, write_text_atomic
-from .report import blind_task_table, compute_table, miniature_table, online_task_table, per_task_table, restated
-from .runner import RESULT_FILE, run_miniature
-from .settings import SECONDS_CHOSEN
-from .stages import STAGE_FILE
+from gui_r1_lite.miniature.report import blind_task_table, miniature_table, per_task_table
+from gui_r1_lite.miniature.runner import RESULT_FILE, run_miniature
+from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
+from gui_r1_lite.miniature.stages import STAGE_FILE
+from gui_r1_lite.runio import read_json, write_json_atomic, write_text_atomic
+
+from .tables import compute_table, online_task_table, restated
 
 STUDY_FILE = "study.json"
 STUDY_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
@@ -82,7 +84,7 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
         time and table), `shared_stages`, `wall_seconds`.
     """
     out, seeds, t0 = Path(out_dir), [int(s) for s in seeds], time.perf_counter()
-    base = f"python -m gui_r1_lite.miniature --study {out} --seeds {','.join(map(str, seeds))}"
+    base = f"python -m study --study {out} --seeds {','.join(map(str, seeds))}"
     main = {"online_episodes": online_episodes, **overrides}
     parts = {"visits": _part("visits", out, seeds, workers, {**main, "fair": "visits"})}
     shared = share_stages(out / "visits", out / "seconds", seeds)

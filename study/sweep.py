@@ -17,18 +17,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..runio import write_json_atomic
-from .parallel import default_workers, pinned_threads, run_parallel
-from .report import WARM
-from .runner import SeedRun, check_same_settings
-from .settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
-from .splits import prepared_data
-from .stages import policy_of
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.miniature.parallel import default_workers, pinned_threads, run_parallel
+from gui_r1_lite.miniature.report import WARM
+from gui_r1_lite.miniature.runner import SeedRun, check_same_settings
+from gui_r1_lite.miniature.settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
+from gui_r1_lite.miniature.splits import prepared_data
+from gui_r1_lite.miniature.stages import policy_of
+from gui_r1_lite.runio import write_json_atomic
 
 SWEEP_FILE = "sweep.json"
 #: The sweep's choices and every configuration's mean (`evidence`), written beside `sweep.json`; the
-#: package ships the copy its settings were chosen by (`SHIPPED_EVIDENCE`).
+#: study ships the copy the package's settings were chosen by (`SHIPPED_EVIDENCE`, beside this file).
 EVIDENCE_FILE = "sweep_evidence.json"
 SHIPPED_EVIDENCE = Path(__file__).with_name(EVIDENCE_FILE)
 #: What the sweep ranks configurations by: mean validation click accuracy over the seeds.

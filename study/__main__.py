@@ -1,0 +1,79 @@
+"""`python -m study`: the full study (`--study OUT`; with `--report`, its `study.md` written again from
+its files) or the validation sweep (`--sweep OUT`), with the miniature command's seeds, files and
+`--set KEY=YAML` overrides, printing the tables at the end."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.miniature.__main__ import parse_overrides, parse_seeds
+from gui_r1_lite.miniature.settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, FAIR_MODES
+from gui_r1_lite.runfolder import writable_folder
+
+from . import __doc__ as STUDY_DOC
+from .orchestrate import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, rewrite_report, run_study, study_markdown
+from .sweep import SWEEP_FILE, run_sweep, sweep_table
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m study", description=STUDY_DOC,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--study", metavar="OUT", help="run the full study into OUT: seeds 0-4 (--seeds), SFT matched "
+                       "on visits and on seconds, every task as a secondary run, closed-loop episodes "
+                       f"(--set online_episodes=N, default {STUDY_ONLINE_EPISODES}); wall time in OUT/{STUDY_FILE}")
+    where.add_argument("--sweep", metavar="OUT", help="tune both arms on the validation split into OUT "
+                       "(settings.SWEEP_GRID, seeds --seeds, default 0; SFT under both budgets, or the one "
+                       f"--set fair=... names); every run in OUT/{SWEEP_FILE}")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: --study 0-4, --sweep 0)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="seeds (or sweep runs) side by side, a process each (default: one per core)")
+    ap.add_argument("--train-data", default=str(DEFAULT_TRAIN), help="MiniWoB++ training parquet")
+    ap.add_argument("--heldout-data", default=str(DEFAULT_HELDOUT), help="held-out MiniWoB++ parquet (--study)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
+                    help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
+    ap.add_argument("--report", action="store_true",
+                    help="with --study: write OUT/study.md again from the finished study's files (nothing runs)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the study or the sweep (or rewrite a finished study's report) and print its tables."""
+    ap = _parser()
+    args = ap.parse_args(argv)
+    try:
+        overrides = parse_overrides(args.set)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if args.report and not args.study:
+        ap.error("--report goes with --study (it rewrites a finished study's study.md)")
+    if args.study and args.report:
+        try:
+            print(f"wrote {rewrite_report(args.study)}")
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
+    if args.study:
+        writable_folder(args.study, "--study")
+        episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)
+        study = run_study(args.study, parse_seeds(args.seeds, STUDY_SEEDS), workers=args.workers,
+                          online_episodes=episodes, train_data=args.train_data, heldout_data=args.heldout_data,
+                          **overrides)
+        print(study_markdown(study, args.study))
+        print(f"\nwrote {Path(args.study) / STUDY_FILE}")
+        return 0
+    writable_folder(args.sweep, "--sweep")
+    # every SFT configuration under both budgets, unless `--set fair=...` names one
+    fair_modes = (overrides.pop("fair"),) if "fair" in overrides else FAIR_MODES
+    result = run_sweep(args.sweep, parse_seeds(args.seeds, (0,)), train_data=args.train_data, workers=args.workers,
+                       fair_modes=fair_modes, **overrides)
+    print(sweep_table(result))
+    print(f"\nwall time {result['wall_seconds']:.1f} s; wrote {Path(args.sweep) / SWEEP_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main, prog="python -m study"))
