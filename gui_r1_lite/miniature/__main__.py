@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import miniature
 from ..errors import UsageError, run_cli
 from ..runfolder import writable_folder
-from .report import miniature_table
+from .report import blind_task_table, miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
 
@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                            heldout_data=args.heldout_data, validate=args.validate, progress=args.progress,
                            workers=args.workers, **overrides)
     print(miniature_table(result))
+    print("\nThe blind check per task (every screenshot white; distinct answers: mean over seeds):\n")
+    print(blind_task_table(result))
     print(f"\nwall time {time.perf_counter() - t0:.1f} s; wrote {Path(args.out) / RESULT_FILE}")
     return 0
 
