@@ -101,7 +101,7 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
 def part_tables(part: dict, result_path: str | os.PathLike) -> str:
     """A part's tables: the arms (with the gain and its tests), click accuracy per task, closed-loop
     success per task and each stage's compute, read from the part's result file `result_path`, with
-    the statistics computed afresh from the seed folders beside it (`report.restated`); the arms'
+    the statistics computed afresh from the seed folders beside it (`tables.restated`); the arms'
     table stored in `study.json`, said to be that, when the file is gone."""
     path = Path(result_path)
     if not path.exists():
