@@ -162,13 +162,13 @@ EOF
         unpack_wheels
         return
     fi
-    if "$PY" -m pip install --no-index --find-links "$WHEELS_DIR" --no-compile --progress-bar off "${needs[@]}" \
+    if timeout 180 "$PY" -m pip install --no-index --find-links "$WHEELS_DIR" --no-compile --progress-bar off "${needs[@]}" \
         2>&1 | grep -v "^Requirement already satisfied"; [[ ${PIPESTATUS[0]} -eq 0 ]]; then
         echo "installed in $((SECONDS - t0)) s"
     else
         fail "install: pip could not install from wheels/ (above)"
     fi
-    "$PY" -m pip check 2>&1 | tail -5 || true
+    timeout 60 "$PY" -m pip check 2>&1 | tail -5 || true
 }
 
 # Without pip: every wheel unpacked into one folder put first on PYTHONPATH (they were fetched to work together;
@@ -197,7 +197,7 @@ EOF
 
 check_imports() {
     echo "== imports of the GPU path"
-    "$PY" - "$CPU" "${IMPORTS[@]}" <<'EOF' || fail "imports: a module of the GPU path does not import (above)"
+    timeout 150 "$PY" - "$CPU" "${IMPORTS[@]}" <<'EOF' || fail "imports: a module of the GPU path does not import (above)"
 import importlib
 import sys
 import time
