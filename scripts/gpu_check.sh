@@ -33,13 +33,14 @@ cd "$(dirname "$0")/.."
 
 # Seconds. The setup (inventory, install, imports) takes ~30-60 s; the parts share what is left of TOTAL_S.
 # Each 3B part loads the saved bf16 model in 4-bit (~20-40 s) before its steps.
-TOTAL_S=540
-TESTS_S=90
-BUILD_S=75
-GRPO_S=130
-GRPO_T4_S=90
-SFT_S=55
-SFT_T4_S=55
+# Each may be set from the environment (the tests shorten one to see a part stopped).
+TOTAL_S=${TOTAL_S:-540}
+TESTS_S=${TESTS_S:-90}
+BUILD_S=${BUILD_S:-75}
+GRPO_S=${GRPO_S:-130}
+GRPO_T4_S=${GRPO_T4_S:-90}
+SFT_S=${SFT_S:-55}
+SFT_T4_S=${SFT_T4_S:-55}
 KILL_AFTER_S=10
 # What the GPU path imports (gui_r1_lite.training/modeling/evaluate/tiny, the benchmark, pytest on
 # tests/test_gpu.py), top-level and the submodules that load native libraries; not matplotlib, papermill or
