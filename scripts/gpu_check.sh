@@ -119,6 +119,10 @@ manifest = folder / "manifest.json"
 if not manifest.is_file():
     sys.exit(f'{folder}/ is missing: run scripts/fetch_gpu_wheels.sh where pip reaches PyPI, and carry it with the '
              'run (carry: ["wheels"]; it is git-ignored, so it does not travel with the tree)')
+try:
+    import lzma  # noqa: F401 - the trimmed wheels are LZMA-compressed zips (scripts/trim_wheels.py)
+except ImportError:
+    sys.exit(f"{sys.executable} has no lzma module: it cannot read the trimmed wheels (scripts/trim_wheels.py)")
 wheels = json.loads(manifest.read_text())["wheels"]
 bad = [w["file"] for w in wheels.values() if not (folder / w["file"]).is_file()
        or hashlib.sha256((folder / w["file"]).read_bytes()).hexdigest() != w["sha256"]]
