@@ -415,6 +415,9 @@ def test_the_blind_check_in_the_result_summary_and_tables(blind_check):
         result[arm] = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5, 0.5]} for m in report.METRICS}
     summary = report.arm_results(result)
     assert set(summary) == {*report.ARMS, "looks"}
+    # notebook 04 reports these as its "miniature"; the pipeline lifts them into summary.json's miniature block
+    lifted = pipeline.top_level_summary({"04_grpo_training": {"miniature": summary}})["miniature"]
+    assert lifted["looks"]["sft_grpo"]["ci95"][0] > 0.5 and lifted["looks"]["sft"]["ci95"] == [0.0, 0.0]
     assert set(summary["looks"]["sft_grpo"]) == {"mean", "ci95", "per_seed"}
     assert summary["looks"]["sft_grpo"]["ci95"] == st["looks"]["sft_grpo"]["ci95"]
     assert result["distinct_answers"]["sft"]["click-tab"]["distinct_answers"] == 1.0
