@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from gui_r1_lite.errors import UsageError, run_cli
-from gui_r1_lite.miniature.__main__ import parse_overrides, parse_seeds
-from gui_r1_lite.miniature.settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, FAIR_MODES
+from gui_r1_lite.miniature.__main__ import add_run_arguments, parse_overrides, parse_seeds
+from gui_r1_lite.miniature.settings import FAIR_MODES
 from gui_r1_lite.runfolder import writable_folder
 
 from . import __doc__ as STUDY_DOC
@@ -28,13 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--sweep", metavar="OUT", help="tune both arms on the validation split into OUT "
                        "(settings.SWEEP_GRID, seeds --seeds, default 0; SFT under both budgets, or the one "
                        f"--set fair=... names); every run in OUT/{SWEEP_FILE}")
-    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default: --study 0-4, --sweep 0)")
-    ap.add_argument("--workers", type=int, default=None,
-                    help="seeds (or sweep runs) side by side, a process each (default: one per core)")
-    ap.add_argument("--train-data", default=str(DEFAULT_TRAIN), help="MiniWoB++ training parquet")
-    ap.add_argument("--heldout-data", default=str(DEFAULT_HELDOUT), help="held-out MiniWoB++ parquet (--study)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
-                    help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
+    add_run_arguments(ap, seeds="--study 0-4, --sweep 0", workers="seeds (or sweep runs)")
     ap.add_argument("--report", action="store_true",
                     help="with --study: write OUT/study.md again from the finished study's files (nothing runs)")
     return ap

@@ -36,19 +36,25 @@ def parse_overrides(items: list[str]) -> dict:
     return overrides
 
 
+def add_run_arguments(ap: argparse.ArgumentParser, seeds: str = "0,1,2", workers: str = "seeds") -> None:
+    """The flags every miniature command shares (this one and the study's, `python -m study`): seeds
+    (default `seeds`), `workers` side by side, the data files and `--set` overrides."""
+    ap.add_argument("--seeds", default=None, help=f"comma-separated seeds (default {seeds})")
+    ap.add_argument("--workers", type=int, default=None,
+                    help=f"{workers} side by side, a process each (default: one per core)")
+    ap.add_argument("--train-data", default=str(DEFAULT_TRAIN), help="MiniWoB++ training parquet")
+    ap.add_argument("--heldout-data", default=str(DEFAULT_HELDOUT), help="held-out MiniWoB++ parquet")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
+                    help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m gui_r1_lite.miniature", description=miniature.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder of one miniature run (a rerun skips finished stages)")
-    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0,1,2)")
-    ap.add_argument("--workers", type=int, default=None,
-                    help="seeds side by side, a process each (default: one per core)")
-    ap.add_argument("--train-data", default=str(DEFAULT_TRAIN), help="MiniWoB++ training parquet")
-    ap.add_argument("--heldout-data", default=str(DEFAULT_HELDOUT), help="held-out MiniWoB++ parquet")
+    add_run_arguments(ap)
     ap.add_argument("--validate", action="store_true",
                     help="evaluate on the validation seeds of the training file instead of the held-out file")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=YAML",
-                    help="override a MiniatureSettings field, e.g. --set warm_steps=100 --set 'tasks=[click-tab]'")
     ap.add_argument("--progress", action="store_true", help="show training logs")
     return ap
 
