@@ -76,6 +76,8 @@ DEFAULT_PRESET = "fast"
 PREDICTIONS = "predictions.jsonl"
 METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
+#: What a blind run's Markdown says first (`--blind`): its figures are not the policy's with the screen.
+BLIND_NOTE = "Blind check: every screenshot was replaced by a white image of the same size.\n\n"
 
 
 #: Sampling as GRPO samples its groups (TRL passes top_k=0 and repetition_penalty 1.0): only
@@ -711,7 +713,7 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
     if len(stems) > 1:
         summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
     write_json_atomic(out / METRICS_JSON, summary)
-    write_text_atomic(out / METRICS_MD, to_markdown(summary) + "\n")
+    write_text_atomic(out / METRICS_MD, (BLIND_NOTE if blind else "") + to_markdown(summary) + "\n")
     return summary
 
 
@@ -809,7 +811,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat, limit=args.limit,
                        seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],
                        min_pixels=s["min_pixels"], max_pixels=s["max_pixels"], blind=args.blind)
-    print(to_markdown(summary))
+    print((BLIND_NOTE if args.blind else "") + to_markdown(summary))
     print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
     return 0
 

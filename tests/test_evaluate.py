@@ -342,6 +342,8 @@ def test_a_blind_run_says_so_and_never_shares_a_seeing_run_s_folder(bench_dir, t
     blind = E.evaluate(bench_dir, "random", tmp_path / "blind", progress=False, blind=True, **MINI)
     assert blind["blind"] is True and seeing["blind"] is False
     assert json.loads((tmp_path / "blind" / E.METRICS_JSON).read_text())["blind"] is True
+    assert (tmp_path / "blind" / E.METRICS_MD).read_text().startswith("Blind check: every screenshot")
+    assert "Blind check" not in (tmp_path / "seeing" / E.METRICS_MD).read_text()
     assert json.loads((tmp_path / "blind" / E.RUN_FILE).read_text())["made_by"]["blind"] is True
     assert "blind" not in json.loads((tmp_path / "seeing" / E.RUN_FILE).read_text())["made_by"]  # records as before
     # the random baseline does not look: the same answers on white screens
