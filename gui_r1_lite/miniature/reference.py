@@ -26,9 +26,29 @@ BLOCKS = ("miniature", "gain", "online")
 
 
 def reference_of(summary: Mapping) -> dict:
-    """What a reference keeps of a run's summary.json: its profile name and the `BLOCKS`."""
+    """What a reference keeps of a run's summary.json: its profile name, the `BLOCKS`, and, as a record
+    of what the run cost where it ran (not compared: seconds depend on the machine), its seconds per
+    notebook, its total and the machine (`machine`)."""
     return {"profile": (summary.get("profile") or {}).get("name"),
-            **{k: summary[k] for k in BLOCKS if summary.get(k) is not None}}
+            **{k: summary[k] for k in BLOCKS if summary.get(k) is not None},
+            "seconds": summary.get("seconds"), "total_seconds": summary.get("total_seconds"),
+            "machine": machine()}
+
+
+def machine() -> dict:
+    """The CPU and core count a run's seconds were measured on."""
+    import os
+    import platform
+
+    model = next((line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), None)
+    return {"cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count()}
+
+
+def _cpuinfo() -> list[str]:
+    try:
+        return Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return []
 
 
 def figures(block: Any, path: tuple = ()) -> Iterator[tuple[str, float | None]]:
