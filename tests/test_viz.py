@@ -383,3 +383,20 @@ def test_miniature_bars_show_each_arm_s_blind_score_beside_it():
     fig = viz.miniature_bars(result)  # without blind scores: the bars as before
     assert not [p for p in fig.axes[0].patches if p.get_hatch()] and len(fig.axes[0].patches) == 9
     matplotlib.pyplot.close(fig)
+
+
+def test_before_after_shows_different_tasks_and_marks_a_point_given_on_every_page():
+    """Three click-dialog pages answered with one point, and one click-tab page: the figure's two rows
+    are the two tasks (not two dialog pages), and the dialog's caption says its point is the same on
+    every dialog page, whatever the target."""
+    dialogs = [_click_record((40, 40), rid=f"miniwob/click-dialog/seed100{i}/step0") for i in range(3)]
+    tab = _click_record((100, 100), rid="miniwob/click-tab/seed1004/step1", instruction="Click on Tab #2.")
+    assert viz.answer_repeats(dialogs + [tab]) == {**{d["id"]: (3, 3) for d in dialogs}, tab["id"]: (1, 1)}
+    fig = viz.before_after(dialogs + [tab], dialogs + [tab], lambda r: PAGE, limit=2)
+    titles = [" ".join(ax.get_title(loc="left").split()) for ax in _panels(fig)]
+    assert len(titles) == 4
+    assert sum("click-tab" in t for t in titles) == 2 and sum("click-dialog" in t for t in titles) == 2
+    dialog_titles = [t for t in titles if "click-dialog" in t]
+    assert all("same point on 3 of 3 click-dialog pages" in t for t in dialog_titles)
+    assert not any("same point" in t for t in titles if "click-tab" in t)
+    matplotlib.pyplot.close(fig)

@@ -37,6 +37,7 @@ from .draw import (  # noqa: E402
 )
 from .figures import (  # noqa: E402
     add_legend,
+    answer_repeats,
     before_after,
     episode_strip,
     gallery,
@@ -61,7 +62,8 @@ from .widgets import PredictionBrowser, browse  # noqa: E402
 
 __all__ = [
     "GT_COLOR", "HIT_COLOR", "HIT_MARKER", "MIN_TEXT_PX", "MISS_COLOR", "MISS_MARKER", "NOTEBOOK_WIDTH_PX",
-    "SCREEN_DPI", "UNKNOWN_COLOR", "LiveCurves", "PredictionBrowser", "add_legend", "before_after", "blind_score",
+    "SCREEN_DPI", "UNKNOWN_COLOR", "LiveCurves", "PredictionBrowser", "add_legend", "answer_repeats", "before_after",
+    "blind_score",
     "browse", "card_title", "describe", "draw_step", "episode_strip", "gallery", "grid", "legend_handles",
     "miniature_bars", "numeric_keys", "prediction_card", "prediction_image", "read_log", "readable_points",
     "record_task", "reward_map", "save_figure_atomic", "stage_counts", "thinking_text", "training_curves",

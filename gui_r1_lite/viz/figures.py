@@ -6,7 +6,8 @@ one off the screenshot is drawn at the nearest edge with an arrow pointing where
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -15,7 +16,7 @@ from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
 from ..geometry import as_float, has_target
-from .draw import card_title, image_for, off_image, outcome, shown_point
+from .draw import card_title, image_for, off_image, outcome, record_task, shown_point
 from .style import (
     GT_COLOR,
     HIT_COLOR,
@@ -231,24 +232,55 @@ def legend_height(fig_width: float) -> float:
     return 3.2 * readable_points(fig_width) * 1.3 / 72
 
 
+def answer_repeats(records: Sequence[dict]) -> dict[str, tuple[int, int]]:
+    """For each record with a predicted point: (rows of its task answered with that same point, rows of
+    its task with a point). A point given on every page of a task, whatever the target, is an answer
+    the policy writes without looking: it hits only where the layout happens to put the target."""
+    by_task: dict = {}
+    for r in records:
+        point = shown_point(r)
+        if point is not None:
+            key = tuple(round(as_float(v)) if math.isfinite(as_float(v)) else str(v) for v in point)
+            by_task.setdefault(record_task(r), []).append((r["id"], key))
+    out = {}
+    for rows in by_task.values():
+        counts = Counter(key for _, key in rows)
+        out.update({rid: (counts[key], len(rows)) for rid, key in rows})
+    return out
+
+
+def _repeat_note(record: dict, repeats: Mapping[str, tuple[int, int]]) -> str:
+    k, n = repeats.get(record["id"], (0, 0))
+    return f"same point on {k} of {n} {record_task(record) or ''} pages · " if n > 1 and k > 1 else ""
+
+
 def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
                  limit: int = 6, width: float = 3.6):
     """Two prediction files on the same rows, side by side (one row of the figure per step, its
     captions naming the row's task where it has one). Steps whose outcome changed come first (fixed,
-    then broken), then the rest."""
+    then broken), then the rest; one step per task until every task is shown, so the rows are different
+    pages. A caption says when its point is one the policy gave on several pages of that task
+    (`answer_repeats`, over the whole file)."""
     b = {r["id"]: r for r in before}
     pairs = [(b[r["id"]], r) for r in after if r["id"] in b]
+    repeats = (answer_repeats(before), answer_repeats(after))
 
     def order(pair):
         hb, ha = bool(outcome(pair[0])["hit"]), bool(outcome(pair[1])["hit"])
         return 0 if (not hb and ha) else 1 if (hb and not ha) else 2
 
-    pairs = sorted(pairs, key=order)[:limit]
+    ranked, seen = [], Counter()
+    for pair in sorted(pairs, key=order):  # the k-th step of each task after every task's (k-1)-th
+        seen[record_task(pair[1])] += 1
+        ranked.append((seen[record_task(pair[1])], order(pair), pair))
+    pairs = [pair for *_, pair in sorted(ranked, key=lambda t: t[:2])][:limit]
     pictures = [image_for(images, ra) for _, ra in pairs]
     n = max(1, len(pairs))
     wrap = chars_per_line(width, readable_points(width * 2))
-    captions = [_caption(r, f"[{label}] ", wrap, im.size) for pair, im in zip(pairs, pictures, strict=True)
-                for r, label in zip(pair, labels, strict=True)]
+    prefixes = [[f"[{label}] {_repeat_note(r, rep)}" for r, label, rep in zip(pair, labels, repeats, strict=True)]
+                for pair in pairs]
+    captions = [_caption(r, prefix, wrap, im.size) for pair, im, pre in zip(pairs, pictures, prefixes, strict=True)
+                for r, prefix in zip(pair, pre, strict=True)]
     lines = max(map(len, captions), default=0)
     with readable(width * 2):
         fig, axes = plt.subplots(n, 2, figsize=(width * 2, cell_height(pictures, width, width * 2, lines) * n
@@ -256,14 +288,11 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
     for ax in axes.flat:
         ax.axis("off")
     for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
-        for j, (rec, label) in enumerate(((rb, labels[0]), (ra, labels[1]))):
-            prediction_card(rec, image, ax=axes[i, j], prefix=f"[{label}] ", wrap=wrap)
+        for j, rec in enumerate((rb, ra)):
+            prediction_card(rec, image, ax=axes[i, j], prefix=prefixes[i][j], wrap=wrap)
     if pairs:
         add_legend(fig)
     return fig
-
-
-# --- online episodes -----------------------------------------------------------------------------
 
 
 def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float = 2.6, title: str | None = None):
