@@ -19,10 +19,11 @@ run: setup
 
 # the full miniature study (5 seeds, SFT matched on visits and on seconds, every task; hours on 2 cores),
 # run by the research harness beside the package (study/); a rerun continues it. Its tables and wall time
-# land in $(STUDY)/study.md and study.json.
+# land in $(STUDY)/study.md and study.json, and those result files are copied to $(RESULTS) (shipped).
 STUDY ?= runs/study
+RESULTS ?= docs/results/study
 study: setup
-	$(BIN)/python -m study --study $(STUDY) $(ARGS)
+	$(BIN)/python -m study --study $(STUDY) --results $(RESULTS) $(ARGS)
 
 # the executed notebooks committed in notebooks/executed/ (a cpu-mini run of the main job, with its outputs)
 notebooks: setup

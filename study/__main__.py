@@ -12,10 +12,12 @@ from gui_r1_lite.errors import UsageError, run_cli
 from gui_r1_lite.miniature.__main__ import add_run_arguments, parse_overrides, parse_seeds
 from gui_r1_lite.miniature.settings import FAIR_MODES
 from gui_r1_lite.runfolder import writable_folder
+from gui_r1_lite.runio import read_json
 
 from . import __doc__ as STUDY_DOC
 from .orchestrate import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, rewrite_report, run_study, study_markdown
-from .sweep import SWEEP_FILE, run_sweep, sweep_table
+from .results import ship_results, study_result_files
+from .sweep import EVIDENCE_FILE, SWEEP_FILE, run_sweep, sweep_table
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,6 +31,9 @@ def _parser() -> argparse.ArgumentParser:
                        "(settings.SWEEP_GRID, seeds --seeds, default 0; SFT under both budgets, or the one "
                        f"--set fair=... names); every run in OUT/{SWEEP_FILE}")
     add_run_arguments(ap, seeds="--study 0-4, --sweep 0", workers="seeds (or sweep runs)")
+    ap.add_argument("--results", metavar="DIR", help="then copy the result files, byte for byte, into DIR: the "
+                    f"study's {STUDY_FILE}, study.md and each part's result file (make study: "
+                    f"docs/results/study), the sweep's {EVIDENCE_FILE} (docs/results: the copy the settings cite)")
     ap.add_argument("--report", action="store_true",
                     help="with --study: write OUT/study.md again from the finished study's files (nothing runs)")
     return ap
@@ -42,11 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         overrides = parse_overrides(args.set)
     except ValueError as exc:
         ap.error(str(exc))
+    if args.results:
+        writable_folder(args.results, "--results")  # before anything runs
     if args.report and not args.study:
         ap.error("--report goes with --study (it rewrites a finished study's study.md)")
     if args.study and args.report:
         try:
             print(f"wrote {rewrite_report(args.study)}")
+            if args.results:
+                _ship(args.study, study_result_files(read_json(Path(args.study) / STUDY_FILE)), args.results)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         return 0
@@ -58,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
                           **overrides)
         print(study_markdown(study, args.study))
         print(f"\nwrote {Path(args.study) / STUDY_FILE}")
+        if args.results:
+            _ship(args.study, study_result_files(study), args.results)
         return 0
     writable_folder(args.sweep, "--sweep")
     # every SFT configuration under both budgets, unless `--set fair=...` names one
@@ -66,7 +77,15 @@ def main(argv: list[str] | None = None) -> int:
                        fair_modes=fair_modes, **overrides)
     print(sweep_table(result))
     print(f"\nwall time {result['wall_seconds']:.1f} s; wrote {Path(args.sweep) / SWEEP_FILE}")
+    if args.results:
+        _ship(args.sweep, [EVIDENCE_FILE], args.results)
     return 0
+
+
+def _ship(out: str, names: list[str], dest: str) -> None:
+    """`--results DIR`: copy a finished run's result files into DIR and say where they went."""
+    for path in ship_results(out, names, dest):
+        print(f"shipped {path}")
 
 
 if __name__ == "__main__":

@@ -232,7 +232,7 @@ def test_the_study_harness_lives_beside_the_package_and_the_package_never_import
     for path in (root / "gui_r1_lite").rglob("*.py"):
         assert not harness.search(path.read_text(encoding="utf-8")), path
     assert not list((root / "gui_r1_lite" / "miniature").glob("*.json"))  # the sweep's evidence moved with it
-    assert root / "study" / "sweep_evidence.json" == SHIPPED_EVIDENCE and SHIPPED_EVIDENCE.exists()
+    assert root / "docs" / "results" / "sweep_evidence.json" == SHIPPED_EVIDENCE and SHIPPED_EVIDENCE.exists()
     helped = subprocess.run([sys.executable, "-m", "study", "--help"], cwd=root, capture_output=True, text=True)
     assert helped.returncode == 0 and "--study OUT" in helped.stdout and "--sweep OUT" in helped.stdout
     with pytest.raises(SystemExit):  # the miniature's own command runs the miniature only
