@@ -140,13 +140,14 @@ def test_04_grpo_training_miniature(tmp_path):
     assert set(result["miniature"]) == {"random", "sft", "sft_grpo", "looks"}  # looks: the blind check
     assert result["miniature"]["sft_grpo"]["click_accuracy"]["per_seed"] and "reward" in result["end"]
     assert (Path(result["trained_model"]) / "config.json").exists() and result["adapter_dir"] is None
-    for name in ("grpo_curves.png", "before_after.png", "live_curves.png", "miniature.png"):
+    for name in ("grpo_curves.png", "before_after.png", "live_curves.png", "miniature.png", "blind_check.png"):
         assert (out / name).stat().st_size > 5_000, name
     # the GRPO step by hand ran before the run: LoRA and 4-bit printed, weights moved, the departures shown
     cells = json.loads((tmp_path / "04.ipynb").read_text())["cells"]
     text = "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
                    for c in cells for o in c.get("outputs", []))
-    for shown in ("LoraConfig(", "trainable params", "LoRA matrices moved", "dapo: ", "| loss_type | grpo | dapo |"):
+    for shown in ("LoraConfig(", "trainable params", "LoRA matrices moved", "dapo: ", "| loss_type | grpo | dapo |",
+                  "white screen: ", "the same completion with and without the screen on "):
         assert shown in text, shown
 
 

@@ -33,6 +33,7 @@ from .draw import (  # noqa: E402
     draw_step,
     prediction_image,
     record_task,
+    shown_point,
     thinking_text,
 )
 from .figures import (  # noqa: E402
@@ -66,5 +67,6 @@ __all__ = [
     "blind_score",
     "browse", "card_title", "describe", "draw_step", "episode_strip", "gallery", "grid", "legend_handles",
     "miniature_bars", "numeric_keys", "prediction_card", "prediction_image", "read_log", "readable_points",
-    "record_task", "reward_map", "save_figure_atomic", "stage_counts", "thinking_text", "training_curves",
+    "record_task", "reward_map", "save_figure_atomic", "shown_point", "stage_counts", "thinking_text",
+    "training_curves",
 ]
