@@ -25,7 +25,8 @@ def test_05_evaluation(tmp_path, tiny_model_dir):
         "profile": "cpu-mini eval_limit=4 eval_max_new_tokens=16", "output_dir": str(out), "data_dir": str(data),
         "run_dir": str(tmp_path), "model_dir": str(tiny_model_dir)})
     result = json.loads((out / "result.json").read_text())
-    assert set(result["policies"]) == {"oracle", "random", "base"} and result["transfer"] == {}
+    # base_blind: the blind check, the same rows with white screenshots
+    assert set(result["policies"]) == {"oracle", "random", "base", "base_blind"} and result["transfer"] == {}
     files = [p.stem for p in sorted((data / "test").glob("*.parquet"))]
     assert result["files"] == files
     for stem in files:
@@ -34,6 +35,7 @@ def test_05_evaluation(tmp_path, tiny_model_dir):
         assert oracle["grounding"] is None or oracle["grounding"]["overall"] == 1.0
         base = result["policies"]["base"][stem]
         assert base["n"] == 4 and 0 <= base["parse_failures"] <= 4
+        assert result["policies"]["base_blind"][stem]["n"] == 4 and result["policies"]["base_blind"][stem]["blind"]
     for name in ("gallery.png", "before_after.png", "metrics_table.csv"):
         assert (out / name).stat().st_size > 0
 

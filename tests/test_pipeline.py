@@ -54,7 +54,7 @@ def check_summary(run) -> None:
     if details["settings"]["tasks"]:  # notebook 05 scored the trained arms on the tasks outside the mix
         assert set(summary["transfer"]) == {"warm", "sft", "sft_grpo"}
     policies = summary["evaluation"]  # policy -> benchmark file -> metrics
-    assert {"oracle", "random", "base", "trained"} <= set(policies)
+    assert {"oracle", "random", "base", "trained", "trained_blind"} <= set(policies)
     for per_file in policies["oracle"].values():
         assert per_file["action"]["strict_step_success"] == 1.0
 
