@@ -190,6 +190,25 @@ def test_the_check_fails_on_a_wrong_a_missing_and_an_unsourced_figure(tmp_path):
         "'62.3 min' about a run, with no source (<!-- from FILE: KEY -->)"]
 
 
+def test_a_table_s_rows_are_read_under_their_caption_and_settings_are_no_figures(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text("On a CPU:\n\n| what | figure |\n|---|---|\n| rewards | 47,606 scores/s, 5.6 ms |\n"
+                   "| `make run` | 11.3 min |\n\nThe sweep's grid: lr 0.0001, temperature 0.7, stop at 0.5; torch 2.14.1.\n")
+    assert problems(doc, tmp_path) == ["doc.md:1: '11.3 min' about a run, with no source (<!-- from FILE: KEY -->)"]
+
+
+def test_the_shipped_docs_fail_when_their_file_changes(tmp_path):
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    evidence = json.loads((RESULTS / "sweep_evidence.json").read_text(encoding="utf-8"))
+    evidence["warm_start"] = 0.40
+    (tmp_path / "docs" / "results" / "sweep_evidence.json").write_text(json.dumps(evidence))
+    page = tmp_path / "docs" / "miniature.md"
+    page.write_text((ROOT / "docs" / "miniature.md").read_text(encoding="utf-8"))
+    found = [p for p in problems(page, tmp_path) if "sweep_evidence" in p]
+    assert found and all(" warm_start" in p for p in found)
+    assert any("41.8 but docs/results/sweep_evidence.json: warm_start | % gives 40.0" in p for p in found)
+
+
 def test_a_figure_citing_the_make_run_reference_waits_for_it(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text("`make run`: …<!-- from docs/results/ref.json: total_seconds | min --> min.\n")
