@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from gui_r1_lite.errors import UsageError, run_cli
-from gui_r1_lite.miniature.__main__ import add_run_arguments, parse_overrides, parse_seeds
+from gui_r1_lite.miniature.__main__ import add_run_arguments, parse_command, parse_seeds
 from gui_r1_lite.miniature.settings import FAIR_MODES
 from gui_r1_lite.runfolder import writable_folder
 from gui_r1_lite.runio import read_json
@@ -42,11 +42,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the study or the sweep (or rewrite a finished study's report) and print its tables."""
     ap = _parser()
-    args = ap.parse_args(argv)
-    try:
-        overrides = parse_overrides(args.set)
-    except ValueError as exc:
-        ap.error(str(exc))
+    args, overrides = parse_command(ap, argv)
     if args.results:
         writable_folder(args.results, "--results")  # before anything runs
     if args.report and not args.study:

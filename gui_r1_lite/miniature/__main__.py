@@ -69,14 +69,18 @@ def parse_seeds(text: str | None, default: tuple[int, ...]) -> list[int]:
         raise UsageError(f"--seeds {text}: expected comma-separated integers such as 0,1,2") from None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the miniature with the command line's seeds, files and `--set` overrides."""
-    ap = _parser()
+def parse_command(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, dict]:
+    """The command line's arguments and its `--set` overrides (a bad override: the parser's usage error)."""
     args = ap.parse_args(argv)
     try:
-        overrides = parse_overrides(args.set)
+        return args, parse_overrides(args.set)
     except ValueError as exc:
         ap.error(str(exc))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the miniature with the command line's seeds, files and `--set` overrides."""
+    args, overrides = parse_command(_parser(), argv)
     t0 = time.perf_counter()
     writable_folder(args.out, "--out")
     result = run_miniature(args.out, parse_seeds(args.seeds, (0, 1, 2)), train_data=args.train_data,

@@ -145,11 +145,17 @@ def card_title(record: dict, prefix: str = "", image_size: Sequence[int] | None 
     if record.get("pred_action") is None:
         lines.append("answer: nothing read" + (f" ({record['parse_error']})" if record.get("parse_error") else ""))
     else:
-        answer = f"answer: {record['pred_action']}"
-        point = shown_point(record)
-        if point is not None:
-            answer += f" at {fmt_point(point)}" + (", off the screenshot" if off_image(point, image_size) else "")
-        if record.get("pred_input_text") not in (None, "no input text"):
-            answer += f" {record['pred_input_text']!r}"
-        lines.append(answer)
+        lines.append(f"answer: {answer_text(record, image_size)}")
     return lines
+
+
+def answer_text(record: dict, image_size: Sequence[int] | None = None, at: str = " at ") -> str:
+    """A parsed answer in words: the action, its point (said to be off the screenshot when it is, given
+    `image_size`) and its text."""
+    answer = str(record.get("pred_action"))
+    point = shown_point(record)
+    if point is not None:
+        answer += f"{at}{fmt_point(point)}" + (", off the screenshot" if off_image(point, image_size) else "")
+    if record.get("pred_input_text") not in (None, "no input text"):
+        answer += f" {record['pred_input_text']!r}"
+    return answer

@@ -16,7 +16,7 @@ from matplotlib.patches import Patch, Rectangle
 from PIL import Image
 
 from ..geometry import as_float, has_target
-from .draw import card_title, image_for, off_image, outcome, record_task, shown_point
+from .draw import answer_text, card_title, image_for, off_image, outcome, record_task, shown_point
 from .style import (
     GT_COLOR,
     HIT_COLOR,
@@ -25,7 +25,6 @@ from .style import (
     MISS_MARKER,
     UNKNOWN_COLOR,
     chars_per_line,
-    fmt_point,
     readable,
     readable_points,
     rgb,
@@ -359,13 +358,7 @@ def _strip_caption(record: dict, image_size=None) -> list[str]:
     if record.get("failed"):
         lines.append(f"unparsable: {record['failed']}")
     else:
-        answer = str(record.get("pred_action"))
-        point = shown_point(record)
-        if point is not None:
-            answer += f" {fmt_point(point)}" + (", off the screenshot" if off_image(point, image_size) else "")
-        if record.get("pred_input_text") not in (None, "no input text"):
-            answer += f" {record['pred_input_text']!r}"
-        lines.append(answer)
+        lines.append(answer_text(record, image_size, at=" "))
     if record.get("done"):
         lines.append(f"page: done, reward {float(record.get('raw_reward', 0)):g}")
     return lines
