@@ -1,7 +1,7 @@
 """GUI-R1 in miniature: does GRPO with the GUI-R1 rule-based reward beat SFT on the same samples,
 measured on held-out MiniWoB++ pages, with a tiny Qwen2.5-VL on two CPU cores in minutes?
 
-Design (the README's miniature section has the figures):
+Design (docs/miniature.md has the figures):
 
 - Data (`splits`): MiniWoB++ training pages (`miniwob_train.parquet`, seeds 0-29). Training uses
   seeds `train_seeds` (0-24); seeds 25-29 are the validation split every choice below was made on

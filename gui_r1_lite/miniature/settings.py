@@ -23,7 +23,7 @@ ONLINE_ARMS: tuple[str, ...] = ("random", "warm", "sft", "sft_grpo")
 #: The earlier version's choice (the earlier tiny model, behind the README's earlier table): seed 0,
 #: trained on seeds 0-24 of the training file and scored on its seeds 25-29 (70 rows, 55 with a box;
 #: `--validate`), every other setting at its default. Click accuracy %; the warm start alone: 49.1.
-#: Superseded by the validation sweep (`SWEEP_GRID`; its evidence ships as `study/sweep_evidence.json`,
+#: Superseded by the validation sweep (`SWEEP_GRID`; its evidence ships as `docs/results/sweep_evidence.json`,
 #: and a test holds the defaults below to its choices).
 VALIDATION_RUNS: tuple[dict, ...] = (
     {"temperature": 1.0, "grpo_lr": 1e-4, "sft_extra_lr": 1e-3, "sft": 20.0, "sft_grpo": 23.6},
@@ -76,7 +76,7 @@ ALL_TASKS: tuple[str, ...] = (
 LAYOUT_TASKS: tuple[str, ...] = ("login-user", "enter-text", "click-collapsible", "click-option", "click-tab",
                                  "click-dialog")
 #: The task mix trained and evaluated: the layout tasks, which a model this small learns in minutes
-#: (the README's miniature section); `tasks=None` trains and scores every task.
+#: (docs/miniature.md); `tasks=None` trains and scores every task.
 DEFAULT_TASKS: tuple[str, ...] = LAYOUT_TASKS
 
 
@@ -134,13 +134,13 @@ class MiniatureSettings:
     # the extra budget after the warm start, the same for both arms (see `fair`)
     fair: str = "visits"
     extra_prompts: int = 160
-    sft_extra_lr: float = 1e-5                 # chosen by the validation sweep (study/sweep_evidence.json)
+    sft_extra_lr: float = 1e-5                 # chosen by the validation sweep (docs/results/sweep_evidence.json)
     # the share of its budget the SFT continuation trains for (early stopping, chosen by the sweep)
     sft_extra_stop: float = 0.5
     extra_scheduler: str = "constant"          # both arms' schedule after the warm start
     # GRPO
     rewards: dict = field(default_factory=lambda: {"gui_r1": 1.0})
-    grpo_lr: float = 1e-4                      # chosen by the validation sweep (study/sweep_evidence.json)
+    grpo_lr: float = 1e-4                      # chosen by the validation sweep (docs/results/sweep_evidence.json)
     num_generations: int = 8
     grpo_prompts_per_step: int = 2
     # chosen by the validation sweep: GUI-R1 samples at 1.0, where the warm-started tiny model's

@@ -130,7 +130,7 @@ def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
     The quantisation and LoRA configs are `modeling`'s, not `trl.get_quantization_config` /
     `trl.get_peft_config` (which read TRL's `ModelConfig`): TRL's 4-bit config has no skip list, so
     the vision tower and lm_head would be quantised too (ours keeps them in the load dtype,
-    `modeling.QUANTIZATION_SKIP`; README, GPU section), and `ModelConfig` has no setting for what
+    `modeling.QUANTIZATION_SKIP`; docs/gpu.md), and `ModelConfig` has no setting for what
     `train_vision` adds to the LoRA targets (the vision tower's blocks and merger)."""
     import torch
     from transformers import set_seed
