@@ -52,6 +52,7 @@ class PageSettings:
     kinds: tuple[str, ...] = ("colour",)
     gradient: float = 0.0     # strength (0..1) of a background that darkens left to right and top to bottom
     header: bool = False      # a yellow band across the top with the instruction, as on MiniWoB++ task pages
+    tint: float = 0.0         # strength (0..1) of a tint over the whole page, elements included (a diagnostic)
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in KINDS]
@@ -217,7 +218,22 @@ def render_page(rng: random.Random, st: PageSettings, kind: str) -> tuple[Image.
         draw.text((2, 2), instruction, fill=(0, 0, 0), font=_font(8))
     for e in elements:
         _draw(draw, e, font)
+    if st.tint > 0:
+        image = _tinted(image, st.tint)
     return image, elements[0], instruction
+
+
+def _tinted(image: Image.Image, strength: float) -> Image.Image:
+    """`image` with red fading to the right and blue fading downward over every pixel, elements
+    included, so the target's own pixels say where it is: a diagnostic that separates finding the
+    target from knowing where a found thing is."""
+    import numpy as np
+
+    arr = np.asarray(image, dtype=float)
+    h, w = arr.shape[:2]
+    arr[..., 0] *= 1 - 0.8 * strength * np.linspace(0, 1, w)[None, :]
+    arr[..., 2] *= 1 - 0.8 * strength * np.linspace(0, 1, h)[:, None]
+    return Image.fromarray(arr.clip(0, 255).astype("uint8"))
 
 
 def page_sample(rng: random.Random, st: PageSettings, kind: str, sample_id: str) -> Sample:

@@ -57,6 +57,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--height", type=int, default=112, help="page height in pixels (a multiple of 28)")
     p.add_argument("--size", type=int, default=18, help="element side in pixels")
     p.add_argument("--header", action="store_true", help="a MiniWoB++-like instruction band across the top")
+    p.add_argument("--tint", type=float, default=0.0,
+                   help="diagnostic: tint the whole page, elements included, by place (0: none)")
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vision-hidden", type=int, default=64)
@@ -65,14 +67,19 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--vision-lr-scale", type=float, default=1.0,
+                   help="learning rate of the vision tower's patch embedding and blocks, times --lr (0: frozen)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--short-prompt-steps", type=int, default=0,
                    help="the first N steps show only the instruction as text (then the GUI-R1 prompt)")
     p.add_argument("--eval-every", type=int, default=500)
     p.add_argument("--eval-rows", type=int, default=60, help="held-out pages per check (kinds of the last stage)")
     p.add_argument("--init", default=None, help="start from this model folder instead of random weights")
+    p.add_argument("--merger-scale", type=float, default=1.0,
+                   help="multiply the vision merger's output layer by this at the start (louder page content)")
     args = p.parse_args(argv)
-    base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header)
+    base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header,
+                        tint=args.tint)
     args.stages = [parse_stage(s, base) for s in args.stage] or [Stage(1000, base)]
     return args
 
@@ -82,6 +89,29 @@ def pixels_for(width: int, height: int) -> tuple[int, int]:
     if width % 28 or height % 28:
         raise ValueError(f"page size {width}x{height} must be multiples of 28 (the processor's patch x merge)")
     return width * height, width * height
+
+
+def merger_output(model):
+    """The last Linear of the vision merger (what writes the image tokens the decoder reads)."""
+    from gui_r1_lite.lora import vision_tower
+
+    return vision_tower(model).merger.mlp[-1]
+
+
+def image_token_spread(policy, samples, pixels: tuple[int, int]) -> dict:
+    """RMS of the image tokens the vision tower hands the decoder, and their spread across tokens:
+    a spread near 0 means every image token looks alike (the page's content is lost)."""
+    import torch
+
+    from gui_r1_lite.lora import vision_tower
+
+    from .loop import encode_batch
+
+    batch = encode_batch(policy.processor, samples, pixels)
+    with torch.no_grad():
+        out = vision_tower(policy.model)(batch["pixel_values"], grid_thw=batch["image_grid_thw"])
+    tokens = out if torch.is_tensor(out) else out.pooler_output
+    return {"image_rms": float(tokens.pow(2).mean().sqrt()), "image_spread": float(tokens.std(0).mean())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         vision_depth=args.vision_depth, min_pixels=pixels[0], max_pixels=pixels[1])
     policy = load_policy(source, lora=None, train_vision=True, min_pixels=pixels[0], max_pixels=pixels[1],
                          device="cpu")
+    if args.merger_scale != 1.0:
+        with torch.no_grad():
+            merger_output(policy.model).weight.mul_(args.merger_scale)
     last = args.stages[-1].settings
     held_out = list(generate(last, args.eval_rows, HELD_OUT_SEED, prefix="held-out"))
     bounds, at = [], 0
@@ -127,12 +160,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def evaluate(step: int) -> dict:
         summary, _ = looks(policy, held_out, pixels)
-        return summary
+        return {**summary, **image_token_spread(policy, held_out[:8], pixels)}
 
     started = time.monotonic()
     train_loop(policy.model, policy.processor, draw, steps=at, lr=args.lr, warmup=args.warmup,
                weight_decay=args.weight_decay, pixels=pixels, seed=args.seed, log=log, evaluate=evaluate,
-               eval_every=args.eval_every, short_until=args.short_prompt_steps)
+               eval_every=args.eval_every, short_until=args.short_prompt_steps,
+               vision_lr_scale=args.vision_lr_scale)
     model_dir = out / "model"
     policy.model.save_pretrained(model_dir)
     policy.processor.save_pretrained(model_dir)
@@ -141,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_rows_per_kind": kind_counts(held_out), "seconds": round(time.monotonic() - started, 1),
         "stages": [{"steps": s.steps, **{k: getattr(s.settings, k) for k in
                                          ("width", "height", "size", "grid", "min_elements", "max_elements", "kinds",
-                                          "gradient", "header")}}
+                                          "gradient", "header", "tint")}}
                    for s in args.stages],
         "args": {k: v for k, v in vars(args).items() if k != "stages"}})
     return 0

@@ -94,3 +94,39 @@ def test_training_rows_label_the_answer_only(tiny_model_dir):
         text = tok.decode(row[row != -100], skip_special_tokens=True)
         answer = parse_completion(text).prediction
         assert answer.action == "click" and point_in_box(answer.point, page.gt_bbox, inclusive=True), text
+
+
+def test_tint_makes_the_target_say_where_it_is():
+    # A diagnostic page: the same red square comes out in another colour at the other side of the page.
+    from PIL import Image, ImageDraw
+
+    from grounding.pages import _tinted
+
+    image = Image.new("RGB", (112, 112), "white")
+    draw = ImageDraw.Draw(image)
+    for box in ((2, 2, 12, 12), (98, 98, 108, 108)):
+        draw.rectangle(box, fill=(220, 30, 30))
+    tinted = _tinted(image, 1.0)
+    assert tinted.getpixel((7, 7))[0] > tinted.getpixel((103, 103))[0] + 100
+
+
+def test_loop_trains_and_can_freeze_the_vision_blocks(tiny_model_dir):
+    import torch
+
+    from grounding.loop import _is_vision_block, train_loop
+    from gui_r1_lite.modeling import load_policy
+
+    pixels = pixels_for(56, 56)
+    policy = load_policy(tiny_model_dir, lora=None, train_vision=True, min_pixels=pixels[0], max_pixels=pixels[1],
+                         device="cpu")
+    before = {n: p.detach().clone() for n, p in policy.model.named_parameters()}
+    st = PageSettings(width=56, height=56, size=14, min_elements=1, max_elements=1)
+    logged = []
+    train_loop(policy.model, policy.processor, lambda step, rng: list(generate(st, 2, rng.randrange(99))), steps=2,
+               lr=1e-3, warmup=1, weight_decay=0.1, pixels=pixels, seed=0, log=logged.append, log_every=1,
+               vision_lr_scale=0.0)
+    assert [r["step"] for r in logged] == [1, 2] and all(r["loss"] > 0 for r in logged)
+    after = dict(policy.model.named_parameters())
+    moved = {n for n, p in after.items() if not torch.equal(p.detach(), before[n])}
+    assert not any(_is_vision_block(n) for n in moved)  # frozen: not even weight decay moves them
+    assert any(".merger." in n for n in moved) and any("language_model" in n for n in moved)
