@@ -190,3 +190,19 @@ def test_a_loop_bar_is_drawn_only_when_asked(capsys):
         advance(3)
     err = capsys.readouterr().err
     assert "predict oracle" in err and "2/5" in err  # a resumed loop starts at what was done
+
+
+def test_progress_bars_come_from_this_module_only():
+    """One way of reporting progress: no module of the package but progress.py imports tqdm itself."""
+    import ast
+    from pathlib import Path
+
+    package = Path(progress.__file__).parent
+    importers = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if any(n.split(".")[0] == "tqdm" for n in names):
+                importers.add(path.relative_to(package).as_posix())
+    assert importers == {"progress.py"}
