@@ -191,3 +191,20 @@ def test_a_script_blocks_import_is_the_scripts_not_the_modules(tmp_path):
     assert cycles(graph) == []
     (package / "evaluate.py").write_text("def main():\n    from .cli import main\n")  # inside a function: counted
     assert cycles(import_graph(package)) == [["pkg.cli", "pkg.evaluate", "pkg.cli"]]
+
+
+#: The top-level folders beside the package: tools that made data or ran studies, which import the package.
+BESIDE = ("capture", "study", "grounding", "scripts", "benchmarks", "tests")
+
+
+def test_the_package_never_imports_what_lives_beside_it():
+    """The boundary of the README's module map: nothing in `gui_r1_lite/` imports a folder beside it,
+    at the top or inside a function."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found += [f"{path.relative_to(PACKAGE.parent)}: {n}" for n in names if n.split(".")[0] in BESIDE]
+    assert not found, found
+    assert all((PACKAGE.parent / name).is_dir() for name in BESIDE)
