@@ -168,3 +168,8 @@ def departures_markdown(rows: list[Departure]) -> str:
     lines = ["| setting | CPU miniature | GPU recipe | GUI-R1 | why |", "|---|---|---|---|---|"]
     lines += [f"| {r.setting} | {cell(r.miniature)} | {cell(r.recipe)} | {cell(r.original)} | {r.why} |" for r in rows]
     return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m gui_r1_lite.departures > docs/results/departures.md
+    print("<!-- written by python -m gui_r1_lite.departures (tests/test_departures.py keeps it current) -->")
+    print(departures_markdown(departures()))

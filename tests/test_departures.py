@@ -49,3 +49,10 @@ def test_changing_a_setting_changes_the_table(tmp_path: Path):
     rows = by_key(departures(recipe=changed))
     assert rows["learning_rate"].recipe == 2e-5 and rows["prompts_per_update"].recipe == 8
     assert rows["kl_times_ratio"].recipe is True and "use_bias_correction_kl" in rows["kl_times_ratio"].why
+
+
+def test_the_shipped_table_is_current():
+    """docs/results/departures.md is what `python -m gui_r1_lite.departures` writes for today's settings."""
+    shipped = (Path(__file__).resolve().parents[1] / "docs" / "results" / "departures.md").read_text()
+    assert departures_markdown(departures()) in shipped, \
+        "docs/results/departures.md is stale: python -m gui_r1_lite.departures > docs/results/departures.md"
