@@ -12,36 +12,44 @@ from pathlib import Path
 from gui_r1_lite.runio import read_jsonl
 
 
-def draw(runs: list[Path], out: Path) -> Path:
-    """Two panels per run (loss; seeing and blind click accuracy against the step) saved to `out`."""
+def draw(runs: list[Path], out: Path, cols: int = 4) -> Path:
+    """Two panels per run (loss; seeing and blind click accuracy against the step), `cols` runs a
+    row, saved to `out`."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, len(runs), figsize=(3.2 * len(runs), 5.0), squeeze=False, layout="constrained")
-    for col, run in enumerate(runs):
+    cols = min(cols, len(runs))
+    rows = 2 * math.ceil(len(runs) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 2.2 * rows), squeeze=False, layout="constrained")
+    for ax in axes.flat:
+        ax.axis("off")
+    for i, run in enumerate(runs):
         log = read_jsonl(run / "metrics.jsonl")
         train = [r for r in log if "loss" in r]
         checks = [r for r in log if "seeing" in r]
-        ax = axes[0, col]
-        ax.plot([r["step"] for r in train], [r["loss"] for r in train], lw=1)
-        ax.set_yscale("log")
-        ax.set_title(run.name, fontsize=9)
-        ax.set_xlabel("step", fontsize=8)
-        ax.set_ylabel("loss (answer tokens)", fontsize=8)
-        ax = axes[1, col]
-        for key, colour in (("seeing", "C2"), ("blind", "0.5")):
-            ax.plot([r["step"] for r in checks], [100 * r[key] for r in checks], marker=".", color=colour, label=key)
-        ax.set_ylim(0, 100)
-        ax.set_xlabel("step", fontsize=8)
-        ax.set_ylabel("held-out click acc. %", fontsize=8)
-        ax.legend(fontsize=7, frameon=False)
-        for a in axes[:, col]:
+        top, bottom = axes[2 * (i // cols), i % cols], axes[2 * (i // cols) + 1, i % cols]
+        top.axis("on")
+        bottom.axis("on")
+        top.plot([r["step"] for r in train], [r["loss"] for r in train], lw=1)
+        top.set_yscale("log")
+        top.set_title(run.name, fontsize=9)
+        top.set_ylabel("loss (answer)", fontsize=8)
+        for key, colour, style in (("seeing", "C2", "-"), ("blind", "0.4", "--")):
+            bottom.plot([r["step"] for r in checks], [100 * r[key] for r in checks], style, marker=".",
+                        color=colour, label=key)
+        bottom.set_ylim(0, 100)
+        bottom.set_xlabel("step", fontsize=8)
+        bottom.set_ylabel("held-out click %", fontsize=8)
+        bottom.legend(fontsize=7, frameon=False)
+        for a in (top, bottom):
             a.tick_params(labelsize=7)
             a.grid(alpha=0.3)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=80)
+    fig.savefig(out, dpi=70)
     plt.close(fig)
     return out
 

@@ -170,14 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = out / "model"
     policy.model.save_pretrained(model_dir)
     policy.processor.save_pretrained(model_dir)
-    write_json_atomic(out / "data_report.json", {
+    report = {
         "train_rows_per_kind": counts, "train_rows": sum(counts.values()), "steps": at, "batch": args.batch,
         "held_out_rows_per_kind": kind_counts(held_out), "seconds": round(time.monotonic() - started, 1),
         "stages": [{"steps": s.steps, **{k: getattr(s.settings, k) for k in
                                          ("width", "height", "size", "grid", "min_elements", "max_elements", "kinds",
                                           "gradient", "header", "tint")}}
                    for s in args.stages],
-        "args": {k: v for k, v in vars(args).items() if k != "stages"}})
+        "args": {k: v for k, v in vars(args).items() if k != "stages"}}
+    write_json_atomic(out / "data_report.json", report)
+    write_json_atomic(model_dir / "pretrain_report.json", report)  # travels with the model (grounding.accept)
     return 0
 
 

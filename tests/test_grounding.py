@@ -130,3 +130,26 @@ def test_loop_trains_and_can_freeze_the_vision_blocks(tiny_model_dir):
     moved = {n for n, p in after.items() if not torch.equal(p.detach(), before[n])}
     assert not any(_is_vision_block(n) for n in moved)  # frozen: not even weight decay moves them
     assert any(".merger." in n for n in moved) and any("language_model" in n for n in moved)
+
+
+def test_shipped_base_loads_and_its_answers_move_with_the_target():
+    # The base loads through the same call as the 3B (modeling.load_policy -> from_pretrained) and
+    # clicks where the shape is: one page per quadrant, each answer inside its own target.
+    from pathlib import Path
+
+    from grounding.check import answer_records
+    from gui_r1_lite.data import to_eval_rows
+    from gui_r1_lite.metrics import grounding_hit
+    from gui_r1_lite.modeling import load_policy
+
+    base = Path(__file__).resolve().parents[1] / "grounding" / "base"
+    pixels = pixels_for(56, 56)
+    policy = load_policy(base, lora=None, min_pixels=pixels[0], max_pixels=pixels[1], device="cpu")
+    st = PageSettings(width=56, height=56, size=28, grid=2, min_elements=1, max_elements=1)
+    by_place = {}
+    for s in generate(st, 40, seed=7):
+        by_place.setdefault(s.gt_bbox, s)
+    assert len(by_place) == 4
+    records = answer_records(policy, to_eval_rows(list(by_place.values()), *pixels), pixels)
+    assert len({tuple(r["pred_coord_model"]) for r in records}) == 4, [r["completion"] for r in records]
+    assert sum(bool(grounding_hit(r)) for r in records) >= 3, [r["completion"] for r in records]
