@@ -16,6 +16,10 @@ def test_whole_cpu_mini_pipeline(tmp_path, capfd):
     run = tmp_path / "run"
     assert pipeline.main(["--out", str(run)]) == 0
     check_summary(run)
+    # the same figures as the shipped reference, to the digit (threads and the math libraries' dispatch pinned)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["reference_check"].startswith("matches make_run_reference.json to the digit"), \
+        summary["reference_check"]
     check_progress(run, capfd.readouterr())
 
 
