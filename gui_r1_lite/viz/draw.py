@@ -156,6 +156,6 @@ def answer_text(record: dict, image_size: Sequence[int] | None = None, at: str =
     point = shown_point(record)
     if point is not None:
         answer += f"{at}{fmt_point(point)}" + (", off the screenshot" if off_image(point, image_size) else "")
-    if record.get("pred_input_text") not in (None, "no input text"):
+    if record.get("pred_input_text") not in (None, "", "no input text"):
         answer += f" {record['pred_input_text']!r}"
     return answer
