@@ -134,22 +134,27 @@ def test_loop_trains_and_can_freeze_the_vision_blocks(tiny_model_dir):
 
 def test_shipped_base_loads_and_its_answers_move_with_the_target():
     # The base loads through the same call as the 3B (modeling.load_policy -> from_pretrained) and
-    # clicks where the shape is: one page per quadrant, each answer inside its own target.
+    # clicks where the shape is: one page per place of its last training stage (a grid), answers
+    # that differ from page to page and often land inside their own target.
     from pathlib import Path
 
+    from grounding.accept import _settings
     from grounding.check import answer_records
     from gui_r1_lite.data import to_eval_rows
     from gui_r1_lite.metrics import grounding_hit
     from gui_r1_lite.modeling import load_policy
 
     base = Path(__file__).resolve().parents[1] / "grounding" / "base"
-    pixels = pixels_for(56, 56)
+    st = replace(_settings(base), kinds=("colour",), min_elements=1, max_elements=1)
+    assert st.grid >= 2
+    pixels = pixels_for(st.width, st.height)
     policy = load_policy(base, lora=None, min_pixels=pixels[0], max_pixels=pixels[1], device="cpu")
-    st = PageSettings(width=56, height=56, size=28, grid=2, min_elements=1, max_elements=1)
     by_place = {}
-    for s in generate(st, 40, seed=7):
+    for s in generate(st, 40 * st.grid**2, seed=7):
         by_place.setdefault(s.gt_bbox, s)
-    assert len(by_place) == 4
+    assert len(by_place) == st.grid**2
     records = answer_records(policy, to_eval_rows(list(by_place.values()), *pixels), pixels)
-    assert len({tuple(r["pred_coord_model"]) for r in records}) == 4, [r["completion"] for r in records]
-    assert sum(bool(grounding_hit(r)) for r in records) >= 3, [r["completion"] for r in records]
+    answers = [r["completion"] for r in records]
+    # A blind policy gives one answer and hits one place of 16; the base hit ~55 % of fresh pages.
+    assert len({tuple(r["pred_coord_model"] or ()) for r in records}) >= len(records) / 2, answers
+    assert sum(bool(grounding_hit(r)) for r in records) >= len(records) / 4, answers
