@@ -168,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
                eval_every=args.eval_every, short_until=args.short_prompt_steps,
                vision_lr_scale=args.vision_lr_scale)
     model_dir = out / "model"
-    policy.model.save_pretrained(model_dir)
+    # weights stored in bf16: half the bytes of the repository's copy (the GPU check carries the whole tree
+    # within 64 MiB); on the CPU they load back as fp32, so only the last bits of each weight are lost
+    policy.model.to(torch.bfloat16).save_pretrained(model_dir)
+    policy.model.to(torch.float32)
     policy.processor.save_pretrained(model_dir)
     report = {
         "train_rows_per_kind": counts, "train_rows": sum(counts.values()), "steps": at, "batch": args.batch,
