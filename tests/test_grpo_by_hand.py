@@ -13,8 +13,8 @@ Tolerance: `LOSS_ATOL` (1e-6, absolute) and `GRAD_RTOL` (1e-5 of each weight's l
 Both sides compute in fp32 on the same weights; TRL scores tokens with its fused, tiled LM head and we
 with a plain log-softmax, so sums run in another order (log-probabilities differ by up to 1e-6). Measured
 (x86-64, one thread): loss gaps 0 to 2e-8, gradient gaps up to 1.0e-6; a wrong normalisation makes loss
-gaps of 0.1 to 0.3, and the KL term without TRL's ratio factor (`use_bias_correction_kl`, TRL 1.16's
-default, which GUI-R1's verl does not have) gradient gaps of about 4e-3 (`test_a_wrong_..._is_caught`).
+gaps of 0.1 to 0.3, and the other KL term (k3 alone, GUI-R1's and our default, against k3 times the ratio,
+TRL 1.16's default `use_bias_correction_kl`) gradient gaps of about 4e-3 (`test_a_wrong_..._is_caught`).
 
 Not compared: TRL's options that this project does not use (vLLM importance-sampling correction,
 entropy masks and bonus, sequence-level importance sampling, the other loss types).
@@ -58,7 +58,7 @@ def answers(row: dict) -> list[str]:
             "click"]
 
 
-def setup(tiny_model_dir, rows, loss_type: str, beta: float):
+def setup(tiny_model_dir, rows, loss_type: str, beta: float, kl_times_ratio: bool = False):
     """(trainer, policy, batch, advantages, sampling log-probs) for one case."""
     import datasets
 
@@ -66,7 +66,8 @@ def setup(tiny_model_dir, rows, loss_type: str, beta: float):
 
     cfg = gs.recipe_config(tiny_model_dir, **PIXELS, loss_type=loss_type, beta=beta, num_generations=3,
                            per_device_train_batch_size=6, gradient_accumulation_steps=1, max_completion_length=64,
-                           output_dir=str(tiny_model_dir.parent / f"trl_{loss_type}_{beta}"))
+                           use_bias_correction_kl=kl_times_ratio,
+                           output_dir=str(tiny_model_dir.parent / f"trl_{loss_type}_{beta}_{kl_times_ratio}"))
     policy = gs.load_like_recipe(cfg)
     trainer = build_trainer(cfg, cfg.trainer_args(), policy, datasets.Dataset.from_list(rows), callbacks=[])
     group = [r for r in rows for _ in range(3)]
@@ -143,9 +144,10 @@ def close(a: tuple[float, dict], b: tuple[float, dict]) -> bool:
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "dapo"])
-@pytest.mark.parametrize("beta", [0.0, 0.01])
-def test_hand_loss_and_lora_gradients_equal_trl(tiny_model_dir, rows, loss_type, beta):
-    trainer, policy, cfg, batch, advantages, sampler = setup(tiny_model_dir, rows, loss_type, beta)
+# the KL term as GUI-R1 adds it (k3 alone, our default) and as TRL 1.16 does by default (times the ratio)
+@pytest.mark.parametrize("beta, kl_times_ratio", [(0.0, False), (0.01, False), (0.01, True)])
+def test_hand_loss_and_lora_gradients_equal_trl(tiny_model_dir, rows, loss_type, beta, kl_times_ratio):
+    trainer, policy, cfg, batch, advantages, sampler = setup(tiny_model_dir, rows, loss_type, beta, kl_times_ratio)
     lengths = batch.completion_mask.sum(-1).tolist()
     assert len(set(lengths)) > 2, lengths  # grpo and dapo differ only when the answers' lengths differ
     assert advantages.abs().min() > 0
@@ -162,16 +164,17 @@ def test_hand_loss_and_lora_gradients_equal_trl(tiny_model_dir, rows, loss_type,
 def test_a_wrong_normalisation_is_caught(tiny_model_dir, rows):
     """The comparison can fail: TRL's dapo against our grpo average (per answer, then over answers),
     against a dapo that divides by the batch's padded size instead of its answer tokens, and against the
-    plain k3 KL term (GUI-R1's) where TRL 1.16 multiplies it by the ratio."""
+    other KL term: k3 times the ratio (TRL 1.16's default) where the trainer adds k3 alone (GUI-R1's, our
+    default), or the reverse."""
     trainer, policy, cfg, batch, advantages, sampler = setup(tiny_model_dir, rows, "dapo", 0.01)
     theirs = trl(trainer, policy, batch, advantages, sampler, 0.01)
     _, right = hand(policy, cfg, batch, advantages, sampler)
     _, per_answer = hand(policy, cfg, batch, advantages, sampler, loss_type="grpo")
     _, padded = hand(policy, cfg, batch, advantages, sampler, tokens_in_batch=batch.completion_mask.numel())
-    cfg.trl_args["use_bias_correction_kl"] = False
-    _, plain_kl = hand(policy, cfg, batch, advantages, sampler)
+    cfg.trl_args["use_bias_correction_kl"] = not cfg.get("use_bias_correction_kl")
+    _, other_kl = hand(policy, cfg, batch, advantages, sampler)
     assert close(right, theirs)
-    assert not close(per_answer, theirs) and not close(padded, theirs) and not close(plain_kl, theirs)
+    assert not close(per_answer, theirs) and not close(padded, theirs) and not close(other_kl, theirs)
 
 
 def test_dapo_divides_by_the_tokens_of_the_whole_accumulated_batch(tiny_model_dir, rows):
