@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,13 @@ def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
 
     before = (torch.get_num_threads(), torch.are_deterministic_algorithms_enabled(),
               torch.is_deterministic_algorithms_warn_only_enabled(), deterministic.fill_uninitialized_memory)
-    pin_dispatch()  # takes effect only where nothing was computed yet (`dispatch_in_force` tells)
+    pinned = pin_dispatch()  # takes effect only where nothing was computed yet (`dispatch_in_force` tells)
+    capability = torch.backends.cpu.get_cpu_capability()
+    if pinned and capability != pinned["ATEN_CPU_CAPABILITY"].upper():
+        warnings.warn(f"this process computed before the dispatch pin (ATen dispatches {capability}, not "
+                      f"{pinned['ATEN_CPU_CAPABILITY'].upper()}): its figures may differ in the last digits from a "
+                      "pinned run's; run the seeds in job processes (workers > 1) or through the pipeline",
+                      stacklevel=3)
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     deterministic.fill_uninitialized_memory = False
