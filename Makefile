@@ -25,7 +25,7 @@ RESULTS ?= docs/results/study
 study: setup
 	$(BIN)/python -m study --study $(STUDY) --results $(RESULTS) $(ARGS)
 
-# the executed notebooks committed in notebooks/executed/ (a cpu-mini run of the main job, with its outputs)
+# the executed pages in notebooks/executed/ (a cpu-mini run of the main job as Markdown, figures as PNG)
 notebooks: setup
 	$(BIN)/python scripts/executed_notebooks.py $(ARGS)
 

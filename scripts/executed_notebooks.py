@@ -1,19 +1,21 @@
-"""Refresh the executed notebooks committed in `notebooks/executed/`: a `cpu-mini` run of the main job
-(or a finished run folder), each notebook copied with its outputs and figures, so that a reader on
-GitHub sees every number and picture without running anything.
+"""Refresh the executed notebooks in `notebooks/executed/`: a `cpu-mini` run of the main job (or a finished
+run folder), each notebook written as Markdown with its outputs, and its figures as PNG files beside it, so
+that a reader on GitHub sees every number and picture without running anything. Notebooks themselves are
+committed without outputs; these pages are the run's record.
 
     python scripts/executed_notebooks.py                  # runs `make run`'s pipeline into runs/executed
-    python scripts/executed_notebooks.py --run runs/X     # copies from a finished cpu-mini run instead
+    python scripts/executed_notebooks.py --run runs/X     # converts a finished cpu-mini run instead
 
-What is dropped on the way, so that a copy is small and its diff shows only what changed: widget state
-(the prediction browser needs a live kernel anyway; its static text stays), papermill's timings, and the
-run folder's absolute path (written as `runs/<run>`). `tests/test_executed_notebooks.py` fails when a
-copy's code differs from its notebook in `notebooks/` (a stale copy): run this again after editing one.
+`SOURCES.json` beside the pages holds a hash of each notebook's code cells as it ran;
+`tests/test_executed_notebooks.py` fails when a notebook in `notebooks/` has changed since (a stale page).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -22,50 +24,51 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "notebooks"
 EXECUTED = SOURCES / "executed"
-#: Output kinds a static page cannot show (live widgets); their text/plain stand-in is kept.
-_LIVE = ("application/vnd.jupyter.widget-view+json", "application/vnd.jupyter.widget-state+json")
+HASHES = "SOURCES.json"
 
 
-def clean(nb: nbformat.NotebookNode, run_dir: Path) -> nbformat.NotebookNode:
-    """`nb` without widget state, timings and the run folder's absolute path."""
-    nb.metadata.pop("widgets", None)
-    nb.metadata.get("papermill", {}).pop("start_time", None)
-    nb.metadata.get("papermill", {}).pop("end_time", None)
-    nb.metadata.get("papermill", {}).pop("duration", None)
-    nb.metadata.get("papermill", {}).pop("input_path", None)
-    nb.metadata.get("papermill", {}).pop("output_path", None)
-    here, repo = str(run_dir.resolve()), str(REPO)
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-        for key in ("start_time", "end_time", "duration", "exception", "status"):
-            cell.metadata.get("papermill", {}).pop(key, None)
-        if cell.cell_type == "code" and "injected-parameters" in cell.metadata.get("tags", []):
-            cell.source = cell.source.replace(here, f"runs/{run_dir.name}").replace(repo + "/", "")
-        for out in cell.get("outputs", []):
-            data = out.get("data", {})
-            for kind in _LIVE:
-                data.pop(kind, None)
-            if "text" in out:
-                out["text"] = out["text"].replace(here, f"runs/{run_dir.name}").replace(repo + "/", "")
-            if isinstance(data.get("text/plain"), str):
-                data["text/plain"] = data["text/plain"].replace(here, f"runs/{run_dir.name}").replace(repo + "/", "")
-    return nb
+def code_cells(nb: nbformat.NotebookNode) -> list[str]:
+    """The code a notebook runs, without the cell papermill injects for the parameters."""
+    return [c.source for c in nb.cells
+            if c.cell_type == "code" and "injected-parameters" not in c.metadata.get("tags", [])]
 
 
-def copy_run(run_dir: Path, dest: Path = EXECUTED) -> list[Path]:
-    """Copy every executed notebook of `run_dir/notebooks` into `dest` (cleaned); returns the copies."""
+def code_hash(nb: nbformat.NotebookNode) -> str:
+    return hashlib.sha256(json.dumps(code_cells(nb)).encode()).hexdigest()
+
+
+def export(path: Path, run_dir: Path, dest: Path) -> Path:
+    """`path` (an executed notebook) as `dest/<stem>.md` with its figures in `dest/<stem>_files/`;
+    refuses a notebook with an unexecuted cell or an error output. The run folder's absolute path is
+    written as `runs/<run>`."""
+    from nbconvert import MarkdownExporter
+
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        if cell.execution_count is None or any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
+            raise SystemExit(f"{path}: code cell {i} did not run cleanly; not a finished run")
+    body, resources = MarkdownExporter().from_notebook_node(nb, resources={"output_files_dir": f"{path.stem}_files"})
+    body = body.replace(str(run_dir.resolve()), f"runs/{run_dir.name}").replace(str(REPO) + "/", "")
+    shutil.rmtree(dest / f"{path.stem}_files", ignore_errors=True)
+    for name, data in resources.get("outputs", {}).items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        (dest / name).write_bytes(data)
+    page = dest / f"{path.stem}.md"
+    page.write_text(body, encoding="utf-8")
+    return page
+
+
+def write_run(run_dir: Path, dest: Path = EXECUTED) -> list[Path]:
+    """Every executed notebook of `run_dir/notebooks` as a page in `dest`, and `dest/SOURCES.json`."""
     executed = sorted((run_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    sources = sorted(SOURCES.glob("[0-9][0-9]_*.ipynb"))
-    missing = sorted({p.name for p in sources} - {p.name for p in executed})
+    missing = sorted({p.name for p in SOURCES.glob("[0-9][0-9]_*.ipynb")} - {p.name for p in executed})
     if missing:
         raise SystemExit(f"{run_dir}/notebooks lacks {missing}: not a finished run of every notebook")
     dest.mkdir(parents=True, exist_ok=True)
-    copies = []
-    for path in executed:
-        nb = clean(nbformat.read(path, as_version=4), run_dir)
-        nbformat.write(nb, dest / path.name)
-        copies.append(dest / path.name)
-    return copies
+    pages = [export(path, run_dir, dest) for path in executed]
+    hashes = {p.name: code_hash(nbformat.read(p, as_version=4)) for p in executed}
+    (dest / HASHES).write_text(json.dumps(hashes, indent=1) + "\n")
+    return pages
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
         run_dir = REPO / "runs" / "executed"
         run_pipeline("cpu-mini", out=run_dir)
-    for copy in copy_run(run_dir):
-        print(f"{copy.relative_to(REPO)}  {copy.stat().st_size / 1024:.0f} KiB")
+    for page in write_run(run_dir):
+        print(page.relative_to(REPO))
     return 0
 
 
