@@ -1,5 +1,4 @@
-"""`python -m gui_r1_lite.miniature`: run the miniature from the command line and print its table.
-The full study and the validation sweep are the research harness beside the package: `python -m study`."""
+"""`python -m gui_r1_lite.miniature`: run the miniature and print its tables (the study: `python -m study`)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from .report import blind_task_table, miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
 
-#: Settings whose YAML lists become tuples.
 _TUPLES = ("tasks", "train_seeds", "validation_seeds", "online_arms")
 
 
@@ -37,8 +35,7 @@ def parse_overrides(items: list[str]) -> dict:
 
 
 def add_run_arguments(ap: argparse.ArgumentParser, seeds: str = "0,1,2", workers: str = "seeds") -> None:
-    """The flags every miniature command shares (this one and the study's, `python -m study`): seeds
-    (default `seeds`), `workers` side by side, the data files and `--set` overrides."""
+    """The flags this command and `python -m study` share; `seeds` and `workers` word their help."""
     ap.add_argument("--seeds", default=None, help=f"comma-separated seeds (default {seeds})")
     ap.add_argument("--workers", type=int, default=None,
                     help=f"{workers} side by side, a process each (default: one per core)")
@@ -60,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_seeds(text: str | None, default: tuple[int, ...]) -> list[int]:
-    """`--seeds 0,1,2` as a list (`default` when not given); UsageError for anything but integers."""
+    """`--seeds 0,1,2` as a list (`default` when not given)."""
     if text is None:
         return list(default)
     try:
@@ -70,7 +67,7 @@ def parse_seeds(text: str | None, default: tuple[int, ...]) -> list[int]:
 
 
 def parse_command(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, dict]:
-    """The command line's arguments and its `--set` overrides (a bad override: the parser's usage error)."""
+    """The arguments and the `--set` overrides (a bad one: the parser's usage error)."""
     args = ap.parse_args(argv)
     try:
         return args, parse_overrides(args.set)
@@ -79,7 +76,6 @@ def parse_command(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the miniature with the command line's seeds, files and `--set` overrides."""
     args, overrides = parse_command(_parser(), argv)
     t0 = time.perf_counter()
     writable_folder(args.out, "--out")

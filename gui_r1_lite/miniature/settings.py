@@ -1,6 +1,5 @@
-"""The miniature's knobs: which MiniWoB++ tasks and seeds, the tiny policy, the warm start, the extra
-budget both arms get, GRPO's sampling, the evaluation and the threads a stage runs on, with the checks a
-run makes before it starts; which knobs were chosen on the validation split and which were fixed a priori."""
+"""The miniature's settings and their checks; which were chosen on the validation split and which were
+fixed a priori."""
 
 from __future__ import annotations
 
@@ -81,15 +80,16 @@ DEFAULT_TASKS: tuple[str, ...] = LAYOUT_TASKS
 
 
 class SettingError(UsageError, TypeError):
-    """A miniature setting that is unknown, of the wrong type or out of range; the message names it."""
+    """A miniature setting that is unknown, of the wrong type or out of range."""
 
 
-_PLAIN = {"int": int, "float": (int, float), "str": str, "bool": bool, "dict": dict}
+_PLAIN = {"int": (int, "an int"), "float": ((int, float), "a number"), "str": (str, "a string"),
+          "bool": (bool, "true or false"), "dict": (dict, "a mapping")}
 
 
 def _checked(name: str, annotation: str, value: Any) -> Any:
     """`value` as setting `name` (declared `annotation`) holds it (an int for a float, a list for a
-    tuple), or SettingError naming the setting and the type expected."""
+    tuple), or SettingError naming the type expected."""
     base = annotation.removesuffix("| None").strip()
     if value is None and base != annotation:
         return None
@@ -102,9 +102,8 @@ def _checked(name: str, annotation: str, value: Any) -> Any:
         ok = ok and (inner.endswith("...]") or len(value) == inner.count(",") + 1)
         expected = f"a list of {item.__name__}s"
     else:
-        ok = isinstance(value, _PLAIN[kind]) and (kind == "bool" or not isinstance(value, bool))
-        expected = {"int": "an int", "float": "a number", "str": "a string", "bool": "true or false",
-                    "dict": "a mapping"}[kind]
+        types, expected = _PLAIN[kind]
+        ok = isinstance(value, types) and (kind == "bool" or not isinstance(value, bool))
     if not ok:
         raise SettingError(f"miniature setting {name} must be {expected}"
                            f"{' or null' if base != annotation else ''}, got {value!r} ({type(value).__name__})")
@@ -172,8 +171,8 @@ class MiniatureSettings:
 
     @classmethod
     def from_overrides(cls, base: MiniatureSettings | None = None, **overrides: Any) -> MiniatureSettings:
-        """`base` (default: the defaults) with the fields named in `overrides` replaced; an unknown
-        name, or a value of the wrong type, raises SettingError (a TypeError) naming it."""
+        """`base` (default: the defaults) with `overrides` replaced; SettingError (a TypeError) on an
+        unknown name or a value of the wrong type."""
         types = {f.name: str(f.type) for f in dataclasses.fields(cls)}
         unknown = sorted(set(overrides) - set(types))
         if unknown:
@@ -181,17 +180,17 @@ class MiniatureSettings:
         return dataclasses.replace(base or cls(), **{k: _checked(k, types[k], v) for k, v in overrides.items()})
 
     def validate(self) -> MiniatureSettings:
-        """Raise SettingError (a ValueError) on a setting no run can use; returns self."""
+        """Raise SettingError on a setting no run can use; returns self."""
         if self.fair not in FAIR_MODES:
             raise SettingError(f"fair must be one of {FAIR_MODES}, got {self.fair!r}")
         if self.warm_steps < 1:
             raise SettingError("warm_steps must be at least 1 (a random model never answers in format), "
-                             f"got {self.warm_steps}")
+                               f"got {self.warm_steps}")
         if self.extra_prompts < 1 or self.sft_batch < 1 or self.grpo_prompts_per_step < 1:
             raise SettingError("extra_prompts, sft_batch and grpo_prompts_per_step must be at least 1")
         if self.num_generations < 2:
             raise SettingError("num_generations must be at least 2 (GRPO compares answers in a group), "
-                             f"got {self.num_generations}")
+                               f"got {self.num_generations}")
         unknown = sorted(set(self.tasks or ()) - set(ALL_TASKS))
         if unknown:
             raise SettingError(f"unknown task(s) {unknown}; MiniWoB tasks here: {list(ALL_TASKS)}")
@@ -212,23 +211,17 @@ class MiniatureSettings:
         """GRPO steps of the `sft_grpo` arm: `extra_prompts` visits, `grpo_prompts_per_step` a step."""
         return max(1, math.ceil(self.extra_prompts / self.grpo_prompts_per_step))
 
-    @property
-    def sft_extra_steps_visits(self) -> int:
-        """SFT steps of the `sft` arm under `fair="visits"`: `extra_prompts` visits, `sft_batch` a step,
-        of which it trains the share `sft_extra_stop`."""
-        return self.stopped(math.ceil(self.extra_prompts / self.sft_batch))
-
     def stopped(self, budget: int) -> int:
-        """The SFT continuation's steps out of a budget of `budget` steps (`sft_extra_stop` of it, at least 1)."""
+        """The SFT continuation's steps out of a budget of `budget` steps (early stopping)."""
         return max(1, round(budget * self.sft_extra_stop))
 
     @property
     def online_tasks(self) -> tuple[str, ...]:
-        """The tasks played in the live page: the task mix (every task when `tasks` is None)."""
+        """The tasks played in the live page: the task mix, or every task."""
         return tuple(self.tasks) if self.tasks is not None else ALL_TASKS
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as JSON-ready values (tuples as lists)."""
+        """The settings as JSON-ready values."""
         d = dataclasses.asdict(self)
         d["tasks"] = list(self.tasks) if self.tasks is not None else None
         d["online_arms"] = list(self.online_arms)
