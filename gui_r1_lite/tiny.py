@@ -1,6 +1,6 @@
-"""The stand-in for Qwen2.5-VL-3B-Instruct, built locally without a download: the real model's
-shipped configuration with only the sizes scaled down, random weights, and a BPE tokenizer trained on
-this project's prompts with Qwen's special tokens and chat template. `real_architecture` builds the
+"""The stand-in for Qwen2.5-VL-3B-Instruct, built without a download: the real model's shipped
+configuration with the sizes scaled down, random weights, and a BPE tokenizer trained on this
+project's prompts with Qwen's special tokens and chat template. `real_architecture` builds the
 full-size architecture with random weights, for measurements."""
 
 from __future__ import annotations
@@ -33,36 +33,18 @@ if TYPE_CHECKING:
 
     from .modeling import Policy
 
-#: The model whose shipped configuration the stand-in follows.
 REAL_MODEL_ID = "Qwen/Qwen2.5-VL-3B-Instruct"
 
-# Special tokens in Qwen2.5-VL's order; they follow the BPE vocabulary as in the released
-# tokenizer. `special` says whether the released tokenizer marks them special (the two tool-call
-# tags are plain added tokens there).
-SPECIAL_TOKENS: tuple[tuple[str, bool], ...] = (
-    ("<|endoftext|>", True),
-    ("<|im_start|>", True),
-    ("<|im_end|>", True),
-    ("<|object_ref_start|>", True),
-    ("<|object_ref_end|>", True),
-    ("<|box_start|>", True),
-    ("<|box_end|>", True),
-    ("<|quad_start|>", True),
-    ("<|quad_end|>", True),
-    ("<|vision_start|>", True),
-    ("<|vision_end|>", True),
-    ("<|vision_pad|>", True),
-    ("<|image_pad|>", True),
-    ("<|video_pad|>", True),
-    ("<tool_call>", False),
-    ("</tool_call>", False),
-    ("<|fim_prefix|>", False),
-    ("<|fim_middle|>", False),
-    ("<|fim_suffix|>", False),
-    ("<|fim_pad|>", False),
-    ("<|repo_name|>", False),
-    ("<|file_sep|>", False),
-)
+# Special tokens in Qwen2.5-VL's order, after the BPE vocabulary as in the released tokenizer, and
+# whether it marks them special (the tool-call tags and the fim/repo tokens are plain added tokens).
+SPECIAL_TOKENS: tuple[tuple[str, bool], ...] = tuple((tok, True) for tok in (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>",
+    "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
+    "<|image_pad|>", "<|video_pad|>",
+)) + tuple((tok, False) for tok in (
+    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>",
+))
 # The tokenizer's `additional_special_tokens` in the released Qwen2.5-VL tokenizer_config.
 ADDITIONAL_SPECIAL = tuple(tok for tok, _ in SPECIAL_TOKENS[1:14])
 # <|endoftext|>'s id in the released tokenizer: its BPE vocabulary has 151,643 entries and the
@@ -92,9 +74,8 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-#: Resize bounds small enough for CPU steps (at most 256 visual tokens a screenshot). The built
-#: model's processor has the real model's bounds (3,136 to 12,845,056 pixels), so CPU callers pass
-#: these, or a profile's, to `load_policy(min_pixels=, max_pixels=)`.
+#: Resize bounds small enough for CPU steps (at most 256 visual tokens a screenshot); the built
+#: model's processor has the real model's, so CPU callers pass these to `load_policy`.
 TINY_MIN_PIXELS = 56 * 56
 TINY_MAX_PIXELS = 256 * 28 * 28
 
@@ -155,7 +136,7 @@ def _history(rng: random.Random) -> str | None:
 
 def tokenizer_corpus(seed: int = 0, n_per_space: int = 40) -> list[str]:
     """Texts the tiny tokenizer is trained on: GUI-R1 prompts over every action space, canonical
-    answers and the chat template's fixed words. Deterministic for `seed`."""
+    answers and the chat template's fixed words."""
     rng = random.Random(seed)
     corpus = [DEFAULT_SYSTEM, "system\nuser\nassistant\n", NO_HISTORY, "0123456789"]
     for space_name, space in ACTION_SPACES.items():
@@ -171,9 +152,8 @@ def tokenizer_corpus(seed: int = 0, n_per_space: int = 40) -> list[str]:
 
 
 def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
-    """Train the byte-level BPE on `tokenizer_corpus(seed)` with Qwen2's pre-tokenizer (digits one
-    per token) and wrap it as `Qwen2Tokenizer` with Qwen2.5-VL's special tokens and chat template.
-    `vocab_size` bounds the BPE vocabulary (the corpus may need fewer); special tokens come after it."""
+    """A byte-level BPE of at most `vocab_size` entries, trained on `tokenizer_corpus(seed)` with
+    Qwen2's pre-tokenizer, as a `Qwen2Tokenizer` with Qwen2.5-VL's special tokens and chat template."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers, trainers
     from tokenizers.models import BPE
     from transformers import Qwen2Tokenizer
@@ -199,18 +179,9 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
         added = AddedToken(tok_text, special=special, normalized=False, single_word=False, lstrip=False, rstrip=False)
         (raw.add_special_tokens if special else raw.add_tokens)([added])
 
-    tok = Qwen2Tokenizer(
-        tokenizer_object=raw,
-        unk_token=None,
-        bos_token=None,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        extra_special_tokens=list(ADDITIONAL_SPECIAL),
-        errors="replace",
-        model_max_length=131072,
-        split_special_tokens=False,
-        clean_up_tokenization_spaces=False,
-    )
+    tok = Qwen2Tokenizer(tokenizer_object=raw, unk_token=None, bos_token=None, eos_token="<|im_end|>",
+                         pad_token="<|endoftext|>", extra_special_tokens=list(ADDITIONAL_SPECIAL), errors="replace",
+                         model_max_length=131072, split_special_tokens=False, clean_up_tokenization_spaces=False)
     tok.chat_template = CHAT_TEMPLATE
     for i, (tok_text, _) in enumerate(SPECIAL_TOKENS):
         got = tok.convert_tokens_to_ids(tok_text)
@@ -220,9 +191,8 @@ def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
 
 
 def remap_token_ids(values: dict, tokenizer) -> dict:
-    """`values` (a shipped config, nested dicts included) with every `*_token_id` field that holds a
-    released tokenizer's special-token id (or a list of them) turned into `tokenizer`'s id of the same
-    token; other fields unchanged. Raises ValueError for a token id that is not a special token."""
+    """`values` (a shipped config, nested dicts included) with every `*_token_id` field's special-token
+    id (or list of them) turned into `tokenizer`'s id of the same token."""
     first = tokenizer.convert_tokens_to_ids(SPECIAL_TOKENS[0][0])
 
     def one(key: str, value):
@@ -239,8 +209,8 @@ def remap_token_ids(values: dict, tokenizer) -> dict:
 
 
 def mrope_section(head_dim: int) -> list[int]:
-    """The real model's (temporal, height, width) split of a head's `head_dim / 2` rotary
-    frequencies, [16, 24, 24] of 64, scaled to `head_dim` ([4, 6, 6] for 32)."""
+    """The real model's (temporal, height, width) split of `head_dim / 2` rotary frequencies,
+    [16, 24, 24] of 64, scaled to `head_dim` ([4, 6, 6] for 32)."""
     real = qwen2_5_vl_3b_config()["rope_scaling"]["mrope_section"]
     half, total = head_dim // 2, sum(real)
     t, h = round(real[0] * half / total), round(real[1] * half / total)
@@ -248,10 +218,9 @@ def mrope_section(head_dim: int) -> list[int]:
 
 
 def full_attention_blocks(depth: int) -> list[int]:
-    """The vision blocks that attend over the whole image in a tower of `depth` blocks (the others
-    attend within 112-pixel windows). The real tower (depth 32: blocks 7, 15, 23, 31) ends each of
-    4 equal groups with one; a shallower tower keeps the rule with as many groups as leave each at
-    least one windowed block, min(4, depth // 2): depth 2 -> [1], 4 -> [1, 3], 8 -> [1, 3, 5, 7]."""
+    """The vision blocks with full attention (the others attend within 112-pixel windows). The real
+    tower (depth 32: blocks 7, 15, 23, 31) ends each of 4 equal groups with one; a shallower tower has
+    min(4, depth // 2) groups: depth 2 -> [1], 4 -> [1, 3], 8 -> [1, 3, 5, 7]."""
     if depth < 2:
         raise ValueError(f"vision depth must be at least 2 (a windowed and a full-attention block), got {depth}")
     groups = min(len(qwen2_5_vl_3b_config()["vision_config"]["fullatt_block_indexes"]), depth // 2)
@@ -264,11 +233,9 @@ def standin_config(tokenizer, *, hidden_size: int | None = None, num_layers: int
                    vision_hidden: int | None = None, vision_heads: int | None = None,
                    vision_intermediate: int | None = None, vocab_size: int | None = None,
                    tie_word_embeddings: bool | None = None) -> Qwen2_5_VLConfig:
-    """Qwen2.5-VL-3B-Instruct's shipped `config.json` as a `Qwen2_5_VLConfig`, with the sizes given
-    here (None keeps the real one) and its special-token ids remapped to `tokenizer`'s. Every other
-    field (activation, norm eps, rope theta, window size, dtype, ...) is the shipped one; the mrope
-    split follows the head size (`mrope_section`), the full-attention blocks the depth
-    (`full_attention_blocks`), the vision output the text hidden size."""
+    """Qwen2.5-VL-3B-Instruct's shipped `config.json` with the sizes given (None keeps the real one)
+    and `tokenizer`'s special-token ids; the mrope split follows the head size, the full-attention
+    blocks the depth, the vision output the text hidden size."""
     from transformers import Qwen2_5_VLConfig
 
     raw = qwen2_5_vl_3b_config()
@@ -286,9 +253,7 @@ def standin_config(tokenizer, *, hidden_size: int | None = None, num_layers: int
 
 
 def standin_generation_config(tokenizer) -> GenerationConfig:
-    """Qwen2.5-VL-3B-Instruct's published generation settings (near-greedy sampling: temperature
-    1e-06, repetition_penalty 1.05; eos <|im_end|> or <|endoftext|>) with
-    `tokenizer`'s special-token ids, as a `GenerationConfig`."""
+    """Qwen2.5-VL-3B-Instruct's published generation settings with `tokenizer`'s special-token ids."""
     from transformers import GenerationConfig
 
     return GenerationConfig(**remap_token_ids(qwen2_5_vl_3b_generation_config(), tokenizer))
@@ -296,8 +261,8 @@ def standin_generation_config(tokenizer) -> GenerationConfig:
 
 def standin_processor(tokenizer, min_pixels: int | None = None,
                       max_pixels: int | None = None) -> Qwen2_5_VLProcessor:
-    """A `Qwen2_5_VLProcessor` of `tokenizer`, Qwen's chat template and the published image (and
-    video) preprocessing; `min_pixels` / `max_pixels` replace its resize bounds (3,136 / 12,845,056)."""
+    """A `Qwen2_5_VLProcessor` of `tokenizer` with the published preprocessing; `min_pixels` /
+    `max_pixels` replace its resize bounds."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
 
     settings = qwen2_5_vl_3b_preprocessor_config()
@@ -312,7 +277,7 @@ def standin_processor(tokenizer, min_pixels: int | None = None,
 
 def _tiny_heads(hidden_size: int, num_heads: int | None, num_kv_heads: int | None, vision_hidden: int,
                 vision_heads: int | None) -> tuple[int, int, int]:
-    """(text heads, KV heads, vision heads) for the tiny sizes, defaults filled in, checked."""
+    """(text heads, KV heads, vision heads), defaults filled in, checked."""
     num_heads = num_heads or max(1, hidden_size // 32)
     num_kv_heads = num_kv_heads or max(1, num_heads // 2)
     vision_heads = vision_heads or max(1, vision_hidden // 16)
@@ -326,41 +291,20 @@ def _tiny_heads(hidden_size: int, num_heads: int | None, num_kv_heads: int | Non
     return num_heads, num_kv_heads, vision_heads
 
 
-def build_tiny_model(
-    out_dir: str | Path,
-    seed: int = 0,
-    *,
-    hidden_size: int = 64,
-    num_layers: int = 2,
-    num_heads: int | None = None,
-    num_kv_heads: int | None = None,
-    intermediate_size: int | None = None,
-    vision_depth: int = 2,
-    vision_hidden: int = 64,
-    vision_heads: int | None = None,
-    vision_intermediate: int | None = None,
-    vocab_size: int = 1024,
-    min_pixels: int | None = None,
-    max_pixels: int | None = None,
-    tie_word_embeddings: bool = True,
-) -> Path:
-    """Build and save the stand-in (tokenizer, processor, config, random weights, generation
-    config) into `out_dir`; returns the folder. Same arguments -> byte-identical files.
+def build_tiny_model(out_dir: str | Path, seed: int = 0, *, hidden_size: int = 64, num_layers: int = 2,
+                     num_heads: int | None = None, num_kv_heads: int | None = None,
+                     intermediate_size: int | None = None, vision_depth: int = 2, vision_hidden: int = 64,
+                     vision_heads: int | None = None, vision_intermediate: int | None = None,
+                     vocab_size: int = 1024, min_pixels: int | None = None, max_pixels: int | None = None,
+                     tie_word_embeddings: bool = True) -> Path:
+    """Build and save the stand-in into `out_dir`; same arguments -> byte-identical files. Everything
+    but the sizes is Qwen2.5-VL-3B-Instruct's shipped configuration (generation settings, resize
+    bounds unless given, 112-pixel vision windows, `bfloat16` in config.json).
 
-    Everything but the sizes is Qwen2.5-VL-3B-Instruct's shipped configuration (`standin_config`):
-    its generation settings (near-greedy unless a caller sets every sampling field), its processor's
-    resize bounds (3,136 to 12,845,056 pixels unless `min_pixels` / `max_pixels` are given), its
-    112-pixel vision windows with full attention at the end of each group of blocks
-    (`full_attention_blocks`: depth 2 -> block 1), its `bfloat16` dtype in config.json. The tokenizer
-    is a BPE of at most `vocab_size` (+ 22 special tokens) trained on this project's prompts.
-
-    Sizes by default: text hidden 64 x 2 layers (one head per 32 channels, half as many KV heads,
-    intermediate 4 x hidden), vision hidden 64 x depth 2 (one head per 16 channels, intermediate
-    2 x hidden). Keep every Linear's input size a multiple of 64 and output size a multiple of 32
-    (true for the defaults and for hidden sizes that are multiples of 64): bitsandbytes' 4-bit CPU
-    inference kernel (used in eval mode on AVX512-BF16 CPUs) repacks weights in those blocks and
-    fails otherwise.
-    """
+    Default heads: one per 32 text channels (half as many KV heads), one per 16 vision channels;
+    intermediate 4 x hidden (text), 2 x hidden (vision). Keep every Linear's input size a multiple of
+    64 and output size a multiple of 32: bitsandbytes' 4-bit CPU kernel (eval mode, AVX512-BF16 CPUs)
+    repacks weights in those blocks and fails otherwise."""
     import copy
 
     import torch
@@ -378,10 +322,8 @@ def build_tiny_model(
         tie_word_embeddings=tie_word_embeddings)
     shipped = copy.deepcopy(config)  # from_config below writes float32 into the config it is given
 
-    # The weights are made and stored in fp32: the CPU path computes in fp32, so what it loads is
-    # exactly what was initialised (a bf16 init would round them). config.json still says the real
-    # model's bfloat16: a load that leaves the dtype to transformers ("auto") gets bf16, as it would
-    # from the real model; load_policy always passes its own.
+    # Weights made and stored in fp32, so the CPU path loads exactly what was initialised; config.json
+    # still says the real model's bfloat16, which a load with dtype "auto" gets, as from the real model.
     torch.manual_seed(seed)
     model = AutoModelForImageTextToText.from_config(config, dtype=torch.float32)
     model.generation_config = standin_generation_config(tokenizer)
@@ -396,20 +338,13 @@ def build_tiny_model(
 def real_architecture(model_id: str = REAL_MODEL_ID, *, random_weights: bool = True,
                       device: str | torch.device | None = "cpu", dtype: str | torch.dtype | None = None,
                       text_layers: int | None = None, vision_depth: int | None = None, seed: int = 0) -> Policy:
-    """The full architecture of `model_id` (only Qwen2.5-VL-3B-Instruct's configuration is shipped)
-    with random weights, built with `from_config` directly on `device`, nothing downloaded: for
-    measuring memory and speed. Returns a `modeling.Policy` (model in eval mode, processor with the
-    stand-in's tokenizer and the published preprocessing, so it takes real screenshots).
+    """The full architecture of `model_id` with random weights, built on `device` ("meta": shapes
+    only), nothing downloaded: for measuring memory and speed. A `modeling.Policy` in eval mode whose
+    processor (the stand-in's tokenizer, the published preprocessing) takes real screenshots.
 
-    - `device`: "cpu", "cuda", "cuda:N" or "meta" (shapes only: no weight is materialised).
-    - `dtype`: None picks what `load_policy` would (bf16/fp16 on CUDA, fp32 elsewhere); in fp16 the
-      vision tower is kept in fp32, as `load_policy` keeps it.
-    - `text_layers` / `vision_depth`: fewer decoder layers / vision blocks (the full-attention
-      blocks follow `full_attention_blocks`); None keeps 36 / 32.
-
-    The vocabulary stays 151,936 rows; the special tokens' ids in the config are the stand-in
-    tokenizer's, which decodes ids beyond its ~1,046 tokens as nothing. Full size: about 3.75 B
-    parameters (0.67 B of them the vision tower), 7.5 GB in bf16."""
+    `dtype` None picks what `load_policy` would; `text_layers` / `vision_depth` None keep 36 / 32.
+    The vocabulary stays 151,936 rows (the stand-in tokenizer decodes ids beyond its own as nothing).
+    Full size: about 3.75 B parameters (0.67 B the vision tower), 7.5 GB in bf16."""
     import torch
     from transformers import AutoModelForImageTextToText
 
@@ -445,9 +380,8 @@ STANDIN_VERSION = 3
 
 
 def build_arguments(seed: int = 0, **build_kwargs) -> dict:
-    """Every argument of `build_tiny_model(folder, seed, **build_kwargs)`, defaults filled in, and
-    the `STANDIN_VERSION`: equal for two calls that build the same model (`{}` and
-    `{"hidden_size": 64}` alike)."""
+    """Every argument of `build_tiny_model`, defaults filled in, and the `STANDIN_VERSION`: equal for
+    two calls that build the same model."""
     import inspect
 
     try:
@@ -459,8 +393,7 @@ def build_arguments(seed: int = 0, **build_kwargs) -> dict:
 
 
 def built_with(folder: str | os.PathLike) -> dict | None:
-    """The build arguments recorded in a tiny model's folder; None when there are none (not
-    built by `ensure_tiny_model`, or cut short)."""
+    """The build arguments recorded in a tiny model's folder; None when there are none."""
     try:
         return read_json(Path(folder) / BUILD_FILE)
     except (OSError, ValueError):
@@ -469,14 +402,11 @@ def built_with(folder: str | os.PathLike) -> dict | None:
 
 def ensure_tiny_model(folder: str | os.PathLike, *, seed: int = 0, wait_seconds: float = 600.0,
                       **build_kwargs) -> str:
-    """The tiny model in `folder`, built there (`build_tiny_model(folder, seed, **build_kwargs)`)
-    unless one built with the same arguments is already there; returns the folder as a string.
+    """The tiny model in `folder`, built there unless one built with the same arguments is already
+    there (a cache must never stand in for a model it is not); returns the folder as a string.
 
-    A model built with other arguments (another seed, other sizes), or without a record of them,
-    is rebuilt: a cache must never stand in for a model it is not. The main process builds into a
-    temporary sibling and renames it into place, so `folder` exists only complete (a build killed
-    half-way leaves a `<name>.tmp-*` that the next build replaces); the other processes of a
-    multi-process run wait for the model of their arguments, at most `wait_seconds`."""
+    The main process builds into a temporary sibling and renames it into place, so `folder` exists
+    only complete; the other processes wait for the model of their arguments, at most `wait_seconds`."""
     out = Path(folder)
     wanted = build_arguments(seed, **build_kwargs)
     if is_main_process() and built_with(out) != wanted:

@@ -1,7 +1,5 @@
-"""Our training settings: one dataclass, every field with the help text `--help` prints, each value
-checked in `__post_init__` where it can be judged alone. TRL's settings sit beside it in its own
-`GRPOConfig` / `SFTConfig` (`config.TrainConfig` holds both); what needs both kinds, or the machine,
-is checked in `checks`."""
+"""Our training settings, each with the help `--help` prints; TRL's are in its `GRPOConfig` / `SFTConfig`.
+A value that can be judged alone is checked here; what needs both kinds, or the machine, in `checks`."""
 
 from __future__ import annotations
 
@@ -28,14 +26,11 @@ class ConfigError(UsageError):
     """A configuration that cannot run; the message says what to change (exit code 2)."""
 
 
-# Mappings are typed `dict | str | None`, as transformers types its mapping settings (fsdp_config):
-# the argument parser then hands a flag's text over, and `__post_init__` reads it as YAML
-# (`--rewards "{gui_r1: 1.0, point_gaussian: 0.5}"`). `quantization` is `str | None` for the same
-# reason: the parser's choices would refuse `--quantization null`.
+# Mappings are typed `dict | str | None` (as transformers types fsdp_config) so that the parser hands
+# a flag's text over to be read as YAML; `quantization` is `str | None` so that `--quantization null` parses.
 @dataclass
 class TrainArguments:
-    """The settings of a run that are ours (model, quantisation, LoRA, data, pixels, rewards,
-    validation, device, resume); every other setting of a run is TRL's, by TRL's name."""
+    """The settings of a run that are ours; every other setting is TRL's, by TRL's name."""
 
     _argument_group_name = "our settings"  # the heading of our flags in --help (HfArgumentParser reads it)
 
@@ -126,18 +121,18 @@ class TrainArguments:
 
     @classmethod
     def own_fields(cls) -> list:
-        """Our settings, as dataclass fields (a subclass's own additions left out)."""
+        """Our settings' fields (a subclass's additions left out)."""
         return list(fields(TrainArguments))
 
     def get(self, name: str) -> Any:
-        """The value of our setting `name` (`config.TrainConfig.get` answers for TRL's too)."""
+        """The value of our setting `name`."""
         if name not in {f.name for f in self.own_fields()}:
             raise KeyError(f"{name!r} is not one of our settings")
         return getattr(self, name)
 
 
 def _mapping_text(name: str, value: Any) -> Any:
-    """A mapping setting given as YAML text (a flag's) read into its mapping; other values as they are."""
+    """A mapping setting given as YAML text (a flag's) read into its mapping."""
     if not isinstance(value, str):
         return value
     try:

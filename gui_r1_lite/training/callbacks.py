@@ -1,6 +1,5 @@
-"""Trainer callbacks that write the run's own files: metrics.jsonl (one record per log, resumable),
-validation on held-out rows every N steps (records in the same file), `ranks/rank{R}.json` (the
-step and weights fingerprint each process ended with), and the main job's progress (step k of n)."""
+"""Trainer callbacks that write the run's own files: metrics.jsonl, validation records,
+`ranks/rank{R}.json`, and the main job's progress."""
 
 from __future__ import annotations
 
@@ -17,8 +16,8 @@ from .fingerprint import trainable_fingerprint
 
 
 class MetricsJsonl(TrainerCallback):
-    """Appends each log to `<output_dir>/metrics.jsonl` (main process), with seconds per step;
-    on resume drops lines past the checkpoint so every step appears once."""
+    """Appends each log to `<output_dir>/metrics.jsonl` with seconds per step; on resume drops the
+    lines past the checkpoint so every step appears once."""
 
     def __init__(self) -> None:
         self.t_last = time.perf_counter()
@@ -52,11 +51,9 @@ class MetricsJsonl(TrainerCallback):
 
 
 class Validation(TrainerCallback):
-    """Every `steps` training steps, on the main process: greedy answers of the policy to held-out
-    `rows` (`evaluate.predict` with a `ModelCompleter`; the model in eval mode, then back), kept in
-    `<output_dir>/validation/step-<N>.jsonl`, and one record of their metrics appended to
-    metrics.jsonl (`validation_metrics`, with `step`). Its time is left out of `step_seconds`.
-    Other processes wait for the main one at the next step's first collective."""
+    """Every `steps` steps, on the main process: the policy's greedy answers to held-out `rows`
+    (kept in `validation/step-<N>.jsonl`) and one record of their metrics in metrics.jsonl; its time
+    is left out of `step_seconds`. Other processes wait at the next step's first collective."""
 
     def __init__(self, policy: Any, rows: Sequence, *, steps: int, max_new_tokens: int, batch_size: int,
                  compat: str, pixels: tuple[int, int], metrics: MetricsJsonl | None = None) -> None:
@@ -77,13 +74,13 @@ class Validation(TrainerCallback):
             self.metrics.pause(seconds)
 
     def answer(self, path: Path) -> list[dict]:
-        """The policy's greedy answers to the rows, as `evaluate.predict` records, written to `path`."""
+        """The policy's greedy answers to the rows (eval mode, then back), written to `path`."""
         from ..evaluate import ModelCompleter, predict
 
         path.unlink(missing_ok=True)  # a killed run's answers: the resumed run recomputes the weights they came from
         model = self.policy.model
         training = model.training
-        model.eval()  # no dropout
+        model.eval()
         try:
             return predict(ModelCompleter(self.policy, name="validation"), self.rows, path, self.batch_size,
                            self.max_new_tokens, self.compat, min_pixels=self.pixels[0], max_pixels=self.pixels[1],
@@ -93,12 +90,10 @@ class Validation(TrainerCallback):
 
 
 def validation_metrics(records: Sequence[dict], rows: Sequence, compat: str) -> dict[str, float | int | None]:
-    """What a validation record holds (fractions; None where no row applies): `click_accuracy`
-    (ScreenSpot's: the point inside the box of click rows), `format_rate` (answers in the
-    `<think>...<answer>` format), `type_accuracy` (the original's Type), `strict_step_success`
-    (action, point in its box and text all right; the original's SR measures a box from its corner),
-    `reward` (the mean GUI-R1 reward, 0.8 accuracy + 0.2 format, the original's validation score)
-    and `rows`."""
+    """A validation record (fractions; None where no row applies): `click_accuracy` (point in the box
+    of click rows), `format_rate`, `type_accuracy` (the original's Type), `strict_step_success`
+    (action, point and text all right; the original's SR measures a box from its corner), `reward`
+    (the mean GUI-R1 reward, the original's validation score) and `rows`."""
     from ..data import to_model_frame
     from ..metrics import summarize
     from ..rewards import gui_r1_score
@@ -116,8 +111,8 @@ def validation_metrics(records: Sequence[dict], rows: Sequence, compat: str) -> 
 
 
 class RankReport(TrainerCallback):
-    """Writes `<output_dir>/ranks/rank{R}.json` when training ends, on every process: the step it
-    reached and the fingerprint of its trainable weights, so a test can see the ranks agree."""
+    """Writes `ranks/rank{R}.json` on every process when training ends (step and weights
+    fingerprint), so a test can see the ranks agree."""
 
     def on_train_end(self, args, state, control, model=None, **kw):
         write_json_atomic(Path(args.output_dir) / "ranks" / f"rank{rank()}.json", {
@@ -126,11 +121,9 @@ class RankReport(TrainerCallback):
         }, indent=None)
 
 
-
-
 class TrainingProgress(TrainerCallback):
-    """Reports `stage`'s step k of n to the main job's progress file (`progress.report`): when
-    training starts, then at most every `every` seconds, and at its last step."""
+    """Reports `stage`'s step k of n to the main job's progress file: at the start, at most every
+    `every` seconds, and at the last step."""
 
     def __init__(self, stage: str, every: float = 5.0) -> None:
         self.stage, self.every, self.t_last = stage, every, 0.0

@@ -1,5 +1,5 @@
-"""Checkpoints of a run folder: the newest complete one to resume from, and the clean-up of
-those a killed run left half-written."""
+"""Checkpoints of a run folder: the newest complete one to resume from, and the clean-up of those a
+killed run left half-written."""
 
 from __future__ import annotations
 
@@ -17,12 +17,9 @@ def checkpoints(output_dir: str | os.PathLike) -> list[tuple[int, Path]]:
     out = Path(output_dir)
     if not out.is_dir():
         return []
-    found = []
-    for d in out.glob(f"{PREFIX_CHECKPOINT_DIR}-*"):
-        step = d.name[len(PREFIX_CHECKPOINT_DIR) + 1:]
-        if d.is_dir() and step.isdigit():
-            found.append((int(step), d))
-    return sorted(found)
+    prefix = f"{PREFIX_CHECKPOINT_DIR}-"
+    found = [(d.name.removeprefix(prefix), d) for d in out.glob(f"{prefix}*") if d.is_dir()]
+    return sorted((int(step), d) for step, d in found if step.isdigit())
 
 
 def is_complete(checkpoint: Path) -> bool:
@@ -35,21 +32,17 @@ def is_complete(checkpoint: Path) -> bool:
 
 
 def last_checkpoint(output_dir: str | os.PathLike) -> str | None:
-    """The newest *complete* `checkpoint-N` in `output_dir` (one killed while saving is skipped).
-
-    Not `transformers.trainer_utils.get_last_checkpoint`: it returns the newest folder whatever is in
-    it, and resuming from one a kill cut short fails (tests/test_train_resume.py kills mid-run)."""
+    """The newest *complete* `checkpoint-N` in `output_dir`. Not transformers' `get_last_checkpoint`:
+    it returns the newest folder whatever is in it, and resuming from one a kill cut short fails."""
     complete = [d for _, d in checkpoints(output_dir) if is_complete(d)]
     return str(complete[-1]) if complete else None
 
 
 def drop_incomplete_checkpoints(output_dir: str | os.PathLike, keep: str | None) -> list[str]:
-    """Remove the `checkpoint-N` folders newer than `keep` (incomplete ones): the trainer would later
-    save into them over stale files and count them in `save_total_limit`."""
+    """Remove the `checkpoint-N` folders newer than `keep`: the trainer would later save into them
+    over stale files and count them in `save_total_limit`."""
     keep_step = int(Path(keep).name.rsplit("-", 1)[1]) if keep else -1
-    dropped = []
-    for step, d in checkpoints(output_dir):
-        if step > keep_step:
-            shutil.rmtree(d)
-            dropped.append(d.name)
-    return sorted(dropped)
+    dropped = [d for step, d in checkpoints(output_dir) if step > keep_step]
+    for d in dropped:
+        shutil.rmtree(d)
+    return sorted(d.name for d in dropped)

@@ -1,7 +1,6 @@
-"""The checks of a run's settings that TRL cannot make and one setting alone cannot tell (those are
-`TrainArguments.__post_init__`'s): ours against TRL's (the batch against the group size and the
-processes), and both against the machine (CUDA, bf16, bitsandbytes, the data, the launcher). They run
-before any model loads, and each message says what to change."""
+"""The checks that need more than one setting: ours against TRL's, and both against the machine
+(CUDA, bf16, bitsandbytes, the data, the launcher). They run before any model loads; each message
+says what to change."""
 
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ REPORTERS: tuple[str, ...] = ("none", "tensorboard", "wandb")
 POSITIVE = ("per_device_train_batch_size", "gradient_accumulation_steps", "logging_steps", "save_steps")
 POSITIVE_GRPO = ("num_generations", "max_completion_length")
 
-
 #: Why a CUDA recipe finds no GPU, most often: the registry's torch wheel is built for a CUDA that
 #: the machine's NVIDIA driver is too old for, and then CUDA is simply invisible to torch.
 NO_CUDA = (
@@ -31,8 +29,7 @@ NO_CUDA = (
 
 
 def check_config(cfg: TrainArguments) -> None:
-    """Raise `ConfigError` for the first setting that cannot run. `cfg` is a `config.TrainConfig`:
-    its `get` answers for TRL's settings as a run resolves them."""
+    """Raise `ConfigError` for the first setting that cannot run (`cfg`: a `config.TrainConfig`)."""
     check_report_to(cfg)
     check_model(cfg)
     check_device(cfg)
@@ -82,9 +79,9 @@ def check_steps(cfg: TrainArguments) -> None:
 
 
 def check_validation(cfg: TrainArguments) -> None:
-    """Validation, when it is on: data that exists (a hub id needs its split: a mistyped relative
-    path has a hub id's shape, and a hub dataset's default split is its training rows), and a
-    launcher under which one process can generate alone."""
+    """Validation data that exists (a hub id needs its split: a mistyped relative path has a hub
+    id's shape, and a hub dataset's default split is its training rows), and a launcher under which
+    one process can generate alone."""
     if cfg.validation_data is None:
         return
     data = str(cfg.validation_data)

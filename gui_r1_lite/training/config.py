@@ -1,10 +1,6 @@
-"""A run's settings, read from one flat mapping of our keys and TRL's: ours are `TrainArguments`,
-every other key is a setting of TRL's `GRPOConfig` / `SFTConfig` by TRL's name (`method` picks
-which). On the command line a YAML recipe (`--config`) comes first and flags override its keys;
-the flags are built by `TrlParser` from the two dataclasses, as TRL's own scripts and open-r1 build
-theirs. Our defaults for TRL's settings apply where ours differ; every check runs before any model
-loads (`TrainConfig.validate`).
-"""
+"""A run's settings, one flat mapping: our keys (`TrainArguments`) and TRL's (`GRPOConfig` /
+`SFTConfig`, by `method`). On the command line a YAML recipe (`--config`) comes first and flags
+override its keys; `TrlParser` builds the flags from both dataclasses, as TRL's own scripts do."""
 
 from __future__ import annotations
 
@@ -28,8 +24,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "output_dir": "runs/train", "seed": 0, "learning_rate": 1e-5, "lr_scheduler_type": "constant",
     "num_train_epochs": 1.0, "per_device_train_batch_size": 5, "logging_steps": 1, "save_strategy": "steps",
     "save_steps": 50, "save_total_limit": 2,
-    # reward functions read the dataset's own columns, so the trainer must keep them
-    "remove_unused_columns": False,
+    "remove_unused_columns": False,  # reward functions read the dataset's own columns
     "ddp_find_unused_parameters": False,
 }
 METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -50,15 +45,14 @@ DERIVED: dict[str, str] = {
 
 
 def checkpointing_field(cls) -> str:
-    """The name `cls` (a TRL config class) gives gradient checkpointing: transformers 5.24 renamed
-    `gradient_checkpointing` to `activation_checkpointing`; 5.15-5.23 (Colab's, a GPU image's) know
-    only the old name and reject the new one."""
+    """The name `cls` (a TRL config class) gives gradient checkpointing: transformers 5.24 renamed it
+    `activation_checkpointing`; 5.15-5.23 (Colab's) know only the old name."""
     fields = getattr(cls, "__dataclass_fields__", {})
     return "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
 
 
 def trl_config_class(method: str) -> type:
-    """TRL's config class of `method`: `GRPOConfig` or `SFTConfig`."""
+    """`GRPOConfig` or `SFTConfig`."""
     if method not in METHODS:
         raise ConfigError(f"method must be one of {METHODS}, got {method!r}")
     from trl import GRPOConfig, SFTConfig
@@ -74,8 +68,7 @@ def trl_defaults(method: str) -> dict[str, Any]:
 @dataclass
 class TrainConfig(TrainArguments):
     """A run's settings: ours (the fields of `TrainArguments`) and, in `trl_args`, the TRL settings
-    given, by TRL's name. Build one with `from_dict` / `from_yaml` / `from_cli` (one flat mapping of
-    both kinds of key); `to_dict()` gives that mapping back."""
+    given. Built by `from_dict` / `from_yaml` / `from_cli`; `to_dict()` gives the flat mapping back."""
 
     trl_args: dict = field(default_factory=dict, metadata={
         "help": "settings of TRL's GRPOConfig / SFTConfig given, by TRL's name (learning_rate, max_steps, ...)"})
@@ -100,9 +93,8 @@ class TrainConfig(TrainArguments):
 
     @classmethod
     def from_cli(cls, argv: list[str] | None = None) -> TrainConfig:
-        """`--config recipe.yaml` and flags, which override its keys; `--help` lists them all and exits.
-        The recipe and `--method` are read first: the method decides which of TRL's config classes
-        gives the flags."""
+        """`--config recipe.yaml` and flags, which override its keys; `--help` lists them and exits.
+        The recipe and `--method` are read first: the method decides which flags there are."""
         argv = sys.argv[1:] if argv is None else list(argv)
         first, _ = FirstPass().parse_known_args(argv)
         recipe = read_recipe(first.config) if first.config else {}
@@ -116,8 +108,7 @@ class TrainConfig(TrainArguments):
 
     def to_dict(self) -> dict[str, Any]:
         """The flat mapping `from_dict` reads: our settings, then the TRL settings given."""
-        own = {f.name: getattr(self, f.name) for f in self.own_fields()}
-        return {**own, **self.trl_args}
+        return {**{f.name: getattr(self, f.name) for f in self.own_fields()}, **self.trl_args}
 
     def get(self, name: str) -> Any:
         """The value a run uses for `name`, ours or TRL's: as set, else our default, else TRL's."""
@@ -139,7 +130,7 @@ class TrainConfig(TrainArguments):
         return {f.name for f in self.own_fields()} | set(self.trl_args) | set(trl_defaults(self.method))
 
     def default_of(self, name: str) -> Any:
-        """The value a run of this method gets for `name` when nothing sets it (KeyError: no such setting)."""
+        """The value a run of this method gets for `name` when nothing sets it."""
         return TrainConfig(method=self.method).get(name)
 
     def use_cpu(self) -> bool:
@@ -149,17 +140,16 @@ class TrainConfig(TrainArguments):
         return self.device == "cpu" or not torch.cuda.is_available()
 
     def trainer_args(self):
-        """TRL's `GRPOConfig` / `SFTConfig` of this run: our defaults, the recipe's TRL settings, and
-        what is derived from ours (CPU or not, bf16 when the GPU has it natively, the reward weights:
-        the recipe's, then 0 for each watched reward of `monitor_rewards`)."""
+        """TRL's config of this run: our defaults, the TRL settings given, and what is derived from
+        ours (CPU or not, bf16 when native, the reward weights with 0 for each watched reward)."""
         use_cpu = self.use_cpu()
         cls = trl_config_class(self.method)
         args = {**trl_defaults(self.method), **self.trl_args, "use_cpu": use_cpu,
                 # load_policy applies gradient checkpointing itself (k-bit preparation needs it there)
                 checkpointing_field(cls): False}
         if args.get("bf16") is None:
-            # native bf16 only (`modeling.native_bf16`, the decision the load dtype follows too); without
-            # it the model itself is fp16 and no autocast runs, so the fp32 vision tower stays fp32
+            # native bf16 only (as the load dtype decides); else the model itself is fp16 and no
+            # autocast runs, so the fp32 vision tower stays fp32
             args["bf16"] = not use_cpu and native_bf16()
         if self.method == "grpo":
             from ..rewards import build_rewards
@@ -178,7 +168,6 @@ class TrainConfig(TrainArguments):
 
 
 def read_recipe(path: str | os.PathLike) -> dict[str, Any]:
-    """The flat mapping of a YAML recipe."""
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"{p}: is a folder, not a recipe file; pass a YAML file such as configs/grpo_tiny_cpu.yaml")
@@ -194,8 +183,8 @@ def read_recipe(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _where(exc: yaml.YAMLError) -> str:
-    """Where a YAML error is, from PyYAML's marks: "at line 3, column 10: expected ',' or ']', but
-    got ':' (while parsing a flow sequence begun at line 2)"."""
+    """Where a YAML error is: " at line 3, column 10: expected ',' or ']', but got ':' (while parsing a
+    flow sequence begun at line 2)"."""
     mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
     context, begun = getattr(exc, "context", None), getattr(exc, "context_mark", None)
     text = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -206,8 +195,7 @@ def _where(exc: yaml.YAMLError) -> str:
 
 
 def coerce_number(name: str, value: Any, hint: Any, source: str) -> Any:
-    """`value` as the number `hint` asks for when it came as text: YAML 1.1 reads `1e-5` (no dot) as
-    a string, and numbers are numbers whichever way they are written."""
+    """`value` as the number `hint` asks for when it came as text (YAML 1.1 reads `1e-5` as a string)."""
     kinds = set(typing.get_args(hint)) or {hint}
     if not isinstance(value, str) or str in kinds or not kinds & {int, float}:
         return value
@@ -223,8 +211,8 @@ def coerce_number(name: str, value: Any, hint: Any, source: str) -> Any:
 
 
 def check_trl_args(values: dict[str, Any], method: str, source: str) -> dict[str, Any]:
-    """The TRL settings of `values`, numbers read as numbers; a key that is neither ours nor a setting
-    of TRL's config class of `method`, or one we derive, is an error naming it and `source`."""
+    """The TRL settings of `values`, numbers read as numbers; an unknown key, or one we derive, is an
+    error naming it and `source`."""
     cls = trl_config_class(method)
     derived = sorted(set(values) & set(DERIVED))
     if derived:
@@ -251,7 +239,7 @@ TRL's); use_cpu, bf16 (when unset), reward_weights and activation_checkpointing 
 
 
 def _command_line_error(self: argparse.ArgumentParser, message: str) -> NoReturn:
-    """A bad flag is a `ConfigError` naming it (exit code 2 through `run_cli`), not argparse's exit."""
+    """A bad flag is a `ConfigError` (exit code 2 through `run_cli`), not argparse's exit."""
     raise ConfigError(f"command line: {message}")
 
 
@@ -267,9 +255,8 @@ class FirstPass(argparse.ArgumentParser):
 
 
 def build_parser(method: str, show_defaults: bool = False) -> argparse.ArgumentParser:
-    """TRL's parser of TRL's config class for `method` and of `TrainArguments` (ours win the one name
-    both have, gradient_checkpointing: TRL's is derived), with `--config`. `show_defaults` shows
-    the default a run gets (ours where it differs from TRL's), for `--help`."""
+    """TRL's parser of `method`'s config class and `TrainArguments` (ours win gradient_checkpointing,
+    the one name both have), with `--config`; `show_defaults` shows the defaults a run gets."""
     from trl import TrlParser
 
     class Parser(TrlParser):
@@ -284,10 +271,10 @@ def build_parser(method: str, show_defaults: bool = False) -> argparse.ArgumentP
 
 
 def given_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, Any]:
-    """The settings `argv` gives, by name, read by `parser`: with every default SUPPRESSed, argparse
-    leaves out what was not given, so a recipe's value stands unless a flag overrides it."""
-    for action in parser._actions:  # as TrlParser.set_defaults_with_config sets a recipe's defaults
-        action.default = argparse.SUPPRESS  # (parser.set_defaults would also put them in the namespace)
+    """The settings `argv` gives: with every default SUPPRESSed argparse leaves out what was not
+    given, so a recipe's value stands unless a flag overrides it."""
+    for action in parser._actions:  # as TrlParser.set_defaults_with_config does (set_defaults would fill them in)
+        action.default = argparse.SUPPRESS
     flags = vars(parser.parse_args(argv))
     flags.pop("config", None)
     return flags

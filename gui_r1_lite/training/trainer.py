@@ -18,26 +18,24 @@ from ..runio import is_main_process, write_json_atomic, write_text_atomic
 from .checkpoints import checkpoints, drop_incomplete_checkpoints, last_checkpoint
 from .config import ConfigError, TrainConfig, trl_defaults
 
-#: What a training run writes into its folder besides `checkpoint-N`: any of them means a run was there.
-#: (`base_model`, the built tiny model, is a cache checked by its build arguments; other files, such
-#: as the miniature's log.txt, belong to whoever put them there.)
+#: What a run writes into its folder besides `checkpoint-N`: any of them means a run was there.
+#: (`base_model`, the built tiny model, is a cache checked by its build arguments.)
 RUN_FILES = (RUN_FILE, "train_config.yaml", "data_report.json", "metrics.jsonl", "adapter", "ranks")
 
 
 @dataclass
 class TrainResult:
     """Where a finished run wrote everything, and how far it got."""
-
     output_dir: str
     adapter_dir: str
     metrics_path: str
     global_step: int
     data_report: dict
-    base_model: str = ""      # the model the run started from: hub id or folder (the built tiny model)
+    base_model: str = ""  # hub id or folder (the built tiny model)
 
 
 def resolve_model(cfg: TrainConfig, wait_seconds: float = 600.0) -> str:
-    """The model folder or hub id; "tiny" is built (deterministically) under output_dir/base_model."""
+    """The model folder or hub id; "tiny" is built under output_dir/base_model."""
     if cfg.model != "tiny":
         return cfg.model
     from ..tiny import ensure_tiny_model
@@ -69,10 +67,8 @@ def build_datasets(cfg: TrainConfig):
 
 
 def validation_rows(cfg: TrainConfig) -> list:
-    """The held-out rows a run validates on (`data.EvalRow`s in the run's pixel frame): the first
-    rows of each file of `validation_data`, shared out in turn up to `validation_limit`; [] when
-    validation is off. Data that cannot be read is a `ConfigError` naming the setting (this runs
-    before the model loads)."""
+    """The held-out `data.EvalRow`s a run validates on: the first rows of each file, in turn, up to
+    `validation_limit` ([] when validation is off)."""
     if cfg.validation_data is None:
         return []
     from ..data import DataError, ValidationReport, load_gui_r1, resolve_files, to_eval_rows
@@ -90,8 +86,7 @@ def validation_rows(cfg: TrainConfig) -> list:
 
 
 def validation_callback(cfg: TrainConfig, args, policy, rows: list, metrics):
-    """The `Validation` callback of a run that validates on `rows`; its answers are as long as the
-    run's (`max_completion_length`) unless `validation_max_new_tokens` says otherwise."""
+    """The `Validation` callback; answers as long as the run's unless `validation_max_new_tokens` says."""
     from ..evaluate import DEFAULT_MAX_NEW_TOKENS
     from .callbacks import Validation
 
@@ -103,9 +98,8 @@ def validation_callback(cfg: TrainConfig, args, policy, rows: list, metrics):
 
 
 def prepare_run_folder(cfg: TrainConfig, out: Path) -> dict:
-    """Before any model loads: `out` can be written, the data files exist, and `out` holds no other
-    run (`runfolder.check_training_folder`; the main process checks and writes `run.json`). Returns
-    the run's record."""
+    """Before any model loads: `out` can be written, the data exist, and `out` holds no other run
+    (the main process checks and writes `run.json`). Returns the run's record."""
     from ..data import resolve_files
 
     writable_folder(out, "output_dir", error=ConfigError)
@@ -118,20 +112,18 @@ def prepare_run_folder(cfg: TrainConfig, out: Path) -> dict:
 
 
 def write_run_settings(cfg: TrainConfig, out: Path) -> None:
-    """`train_config.yaml`: the run's settings as one flat recipe (our defaults for TRL written out),
-    so `TrainConfig.from_yaml` of it reproduces the run."""
+    """`train_config.yaml`: the run's settings as one recipe (our TRL defaults written out) that
+    reproduces the run."""
     record = {**cfg.to_dict(), **{k: v for k, v in trl_defaults(cfg.method).items() if k not in cfg.trl_args}}
     write_text_atomic(out / "train_config.yaml", yaml.safe_dump(record, sort_keys=False))
 
 
 def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
-    """(the policy to train, the model it came from: hub id or folder); seeded before LoRA is drawn.
+    """(the policy to train, the model it came from), seeded before LoRA is drawn.
 
-    The quantisation and LoRA configs are `modeling`'s, not `trl.get_quantization_config` /
-    `trl.get_peft_config` (which read TRL's `ModelConfig`): TRL's 4-bit config has no skip list, so
-    the vision tower and lm_head would be quantised too (ours keeps them in the load dtype,
-    `modeling.QUANTIZATION_SKIP`; docs/gpu.md), and `ModelConfig` has no setting for what
-    `train_vision` adds to the LoRA targets (the vision tower's blocks and merger)."""
+    Not TRL's `get_quantization_config` / `get_peft_config`: its 4-bit config would quantise the
+    vision tower and lm_head too (`modeling.QUANTIZATION_SKIP`; docs/gpu.md), and its `ModelConfig`
+    has no setting for the vision LoRA targets of `train_vision`."""
     import torch
     from transformers import set_seed
 
@@ -150,9 +142,8 @@ def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
 
 
 def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list, validation: list | None = None):
-    """TRL's `GRPOTrainer` (with the configured rewards, and the watched ones of `monitor_rewards`)
-    or `SFTTrainer`, ready to train, validating on the `validation` rows (`validation_rows`) when
-    given; the trainable weights keep the dtypes they were loaded in (`keep_trainable_dtypes`)."""
+    """TRL's `GRPOTrainer` (with the configured rewards) or `SFTTrainer`, validating on the
+    `validation` rows when given; the trainable weights keep the dtypes they were loaded in."""
     from .callbacks import MetricsJsonl, RankReport
 
     metrics = MetricsJsonl()
@@ -176,11 +167,10 @@ def build_trainer(cfg: TrainConfig, args, policy, dataset, callbacks: list, vali
 def keep_trainable_dtypes(model) -> Iterator[None]:
     """Give every trainable parameter back the tensor it had on entry if its dtype changed inside.
 
-    TRL casts a quantised model's trainable parameters (the LoRA weights, fp32 from PEFT) to bf16
-    when its trainer is built. At LoRA learning rates Adam's steps (~lr) are smaller than half of
-    bf16's spacing for most `lora_A` entries (|a| ~ 0.01: spacing ~ 6e-5), so those would never
-    change. The optimizer is created later, in `train()`, from the parameters restored here; PEFT
-    runs an fp32 adapter in fp32 and casts its output back to the base layer's dtype."""
+    TRL casts a quantised model's LoRA weights (fp32) to bf16 when its trainer is built. At LoRA
+    learning rates Adam's steps (~lr) are below half of bf16's spacing for most `lora_A` entries
+    (|a| ~ 0.01: spacing ~ 6e-5), so those would never change. The optimizer is created later, in
+    `train()`, from the parameters restored here."""
     before = {name: p.data for name, p in model.named_parameters() if p.requires_grad}
     yield
     for name, p in model.named_parameters():
@@ -203,11 +193,8 @@ def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
 
 
 def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
-    """Run one configured training job end to end; returns where everything was written.
-
-    `callbacks` are extra `transformers.TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()`
-    for live curves in a notebook); metrics.jsonl is written either way, with a validation record
-    every `validation_steps` steps when `validation_data` is set."""
+    """Run one training job end to end; returns where everything was written. `callbacks`: extra
+    `TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()` for live curves in a notebook)."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
