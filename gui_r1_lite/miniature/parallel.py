@@ -1,6 +1,6 @@
-"""Seeds side by side: each job (one seed's stages) in a process of its own with a fixed number of torch
-threads, at most `workers` at a time, the main process waiting; a job that fails is named and the
-others run to their end, so that everything they finished stays cached for a rerun."""
+"""Seeds side by side: each job (one seed's stages) in a process of its own on a fixed number of torch
+threads, `workers` at a time; a job that fails is named and the others run to their end, so that what
+they finished stays cached for a rerun."""
 
 from __future__ import annotations
 
@@ -30,22 +30,18 @@ def default_workers(threads: int, jobs: int) -> int:
     return max(1, min(jobs, (os.cpu_count() or 1) // max(1, threads)))
 
 
-#: The instruction-set dispatch of the math libraries torch uses on x86-64, pinned to AVX2 for every
-#: miniature stage. One thread fixes the order of a sum on one CPU, but ATen's vectorised kernels
-#: (softmax, attention), MKL (matmul, `Linear`) and oneDNN (GELU) each pick their code path by the
-#: instruction set, so an AVX-512 CPU and an AVX2 CPU add in other orders, and GRPO's sampling turns
-#: the last bit into other answers. AVX2 is the level every x86-64 CPU of the last decade has; MKL's
-#: STRICT mode also drops its alignment-dependent paths. `tests/test_dispatch_pin.py` shows two
-#: dispatch levels give other bytes without the pin and the same bytes with it.
+#: The instruction-set dispatch of torch's math libraries on x86-64, pinned to AVX2 for every stage.
+#: One thread fixes the order of a sum on one CPU, but ATen's vectorised kernels, MKL and oneDNN pick
+#: their code path by the instruction set, so an AVX-512 CPU and an AVX2 CPU add in other orders, and
+#: GRPO's sampling turns the last bit into other answers. Every x86-64 CPU of the last decade has AVX2;
+#: MKL's STRICT mode also drops its alignment-dependent paths (`tests/test_dispatch_pin.py`).
 DISPATCH_PIN: dict[str, str] = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2,STRICT", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 
 def pin_dispatch(env: dict | None = None) -> dict[str, str]:
-    """Set `DISPATCH_PIN` in `env` (default: this process's environment) on x86-64, where those
-    variables mean something (elsewhere nothing is set); returns what was set. The libraries read
-    them at their first computation, so call it before any tensor is computed in the process: job
-    processes get it in their environment (`run_parallel`), and the pipeline sets it for its
-    notebooks' kernels."""
+    """Set `DISPATCH_PIN` in `env` (default: this process's environment) on x86-64 (elsewhere nothing);
+    returns what was set. The libraries read it at their first computation, so call it before any
+    tensor is computed: job processes get it in their environment, the pipeline's kernels too."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return {}
     target = os.environ if env is None else env
@@ -54,9 +50,8 @@ def pin_dispatch(env: dict | None = None) -> dict[str, str]:
 
 
 def dispatch_in_force() -> dict[str, str | None]:
-    """What decides this process's float paths besides the thread count: ATen's CPU capability
-    (as torch reports it) and the pinned variables as this process sees them (recorded by each stage,
-    so a stage that ran unpinned, e.g. in a kernel that computed before the pin, is visible)."""
+    """What decides this process's float paths besides the thread count: ATen's CPU capability and the
+    pinned variables (recorded by each stage, so that a stage that ran unpinned shows)."""
     import torch
 
     return {"aten_capability": torch.backends.cpu.get_cpu_capability(),
@@ -65,15 +60,14 @@ def dispatch_in_force() -> dict[str, str | None]:
 
 @contextlib.contextmanager
 def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
-    """Run the block on `threads` torch threads with deterministic algorithms, then restore both.
+    """Run the block on `threads` torch threads with deterministic algorithms, then restore both;
+    yields what a stage records.
 
-    A float sum split over threads can be added up in another order when the thread count changes
-    (whether it is depends on the kernel and the CPU), and
+    A float sum split over threads can be added in another order when the thread count changes, and
     sampling turns the last bit into another answer; so every stage runs on the same count whatever
-    the machine's load or the number of jobs beside it. Deterministic mode also fills every new
-    tensor's memory (with NaN) so that reading it uninitialised shows; that is left off: it made a
-    tiny-model SFT step 1.8x slower on this CPU (2.85 s against 1.44 s) and nothing here reads
-    uninitialised memory (the figures are the same with and without it). Yields what a stage records."""
+    the machine's load. Deterministic mode's filling of new memory with NaN is left off: it made a
+    tiny-model SFT step 1.8x slower (2.85 s against 1.44 s) and nothing here reads uninitialised
+    memory (the figures are the same with and without it)."""
     import torch
     from torch.utils import deterministic
 
@@ -98,18 +92,16 @@ def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
         deterministic.fill_uninitialized_memory = before[3]
 
 
-#: What a job process runs: this process's module search path first (a notebook may have added to
-#: it), then `job_main` on the job's file. A new interpreter, not a fork: it shares no threads, locks
-#: or RNG state with this one, and it does not run the caller's `__main__` again, as
-#: `multiprocessing`'s spawn would.
+#: What a job process runs: this process's module search path (a notebook may have added to it), then
+#: `job_main`. A new interpreter, not a fork: it shares no threads, locks or RNG state with this one,
+#: and it does not run the caller's `__main__` again, as `multiprocessing`'s spawn would.
 _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
          "from gui_r1_lite.miniature.parallel import job_main; sys.exit(job_main(sys.argv[2]))")
 
 
 def job_main(job_file: str) -> int:
-    """A job process: run the job in `job_file` and write its outcome beside it (`<job_file>.out`):
-    ("done", result) or ("failed", message, named); a failure's traceback goes to stderr. Returns
-    the exit code."""
+    """A job process: run the job in `job_file` and write its outcome to `<job_file>.out`: ("done",
+    result) or ("failed", message, named); a failure's traceback goes to stderr."""
     with open(job_file, "rb") as fh:
         job = pickle.load(fh)
     try:
@@ -126,11 +118,10 @@ def job_main(job_file: str) -> int:
 
 
 def _start(fn: Callable, args: tuple, threads: int, job_file: Path) -> subprocess.Popen:
-    """A new interpreter running `fn(*args)` on `threads` threads (`job_main`)."""
+    """A new interpreter running `fn(*args)` on `threads` threads."""
     with open(job_file, "wb") as fh:
         pickle.dump({"fn": fn, "args": args}, fh)
-    # read by torch's OpenMP and the BLAS libraries when they load; a job's stages pin torch's
-    # count again (`pinned_threads`)
+    # read by OpenMP and the BLAS libraries when they load; a job's stages pin torch's count again
     env = {**os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                                            "OPENBLAS_NUM_THREADS")}}
     pin_dispatch(env)
@@ -138,7 +129,7 @@ def _start(fn: Callable, args: tuple, threads: int, job_file: Path) -> subproces
 
 
 def _outcome(job_file: Path) -> tuple:
-    """("done", result), ("failed", message, named) or ("crashed",) of an ended job."""
+    """("done", result), ("failed", message, named) or ("crashed",)."""
     try:
         with open(f"{job_file}.out", "rb") as fh:
             return pickle.load(fh)
@@ -149,24 +140,11 @@ def _outcome(job_file: Path) -> tuple:
 def run_parallel(fn: Callable, jobs: Mapping[Hashable, tuple], *, workers: int, threads: int,
                  name: Callable[[Hashable], str], watch: Callable[[], None] | None = None,
                  poll: float = POLL_SECONDS) -> dict[Hashable, Any]:
-    """`fn(*args)` for every job `{key: args}`, each in a new interpreter on `threads` threads,
-    `workers` at a time, in the order given.
-
-    Args:
-        fn: a module-level function (the job process imports it by name); its result comes back pickled.
-        jobs: the arguments of each job, by key.
-        workers: jobs running at once.
-        threads: torch threads of each job's process.
-        name: a job's name in an error, from its key, asked once the job has failed (e.g. "seed 1 ·
-            sft_train": the stage it stopped in); a job that raises `RunFailed` names itself.
-        watch: called about every `poll` seconds while jobs run (e.g. to redraw a live view).
-
-    Returns:
-        `{key: fn's result}` once every job has ended.
-
-    Raises:
-        RunFailed: naming each job that failed and why, after the others have ended.
-    """
+    """`{key: fn(*args)}` for every job `{key: args}`, each in a new interpreter on `threads` threads,
+    `workers` at a time, in the order given. `fn` is a module-level function (the job process imports
+    it by name). `name(key)` names a failed job in the error (e.g. "seed 1 · sft_train"; a job that
+    raises `RunFailed` names itself); `watch` is called about every `poll` seconds while jobs run.
+    RunFailed names every job that failed, once the others have ended."""
     queue, running, results, failures = list(enumerate(jobs.items())), {}, {}, {}
     last_watch = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="miniature-jobs-") as tmp:

@@ -1,10 +1,9 @@
 """`make run`'s figures against the ones shipped in `docs/results/make_run_reference.json`.
 
-The miniature's stages pin their threads and the math libraries' dispatch (`parallel`), so a
-`cpu-mini` run with the default settings should give every per-seed figure of the reference to the
-digit on any x86-64 machine; the pipeline says after its run whether it did, and which figures
-moved when not. A figure is every value of a `per_seed` list under the summary's `miniature`, `gain`
-and `online` blocks, compared as a percentage with one decimal, as the README reports it.
+The miniature pins its threads and the math libraries' dispatch (`parallel`), so a `cpu-mini` run with
+the default settings should give every per-seed figure of the reference to the digit on any x86-64
+machine. A figure is every value of a `per_seed` list under the summary's `miniature`, `gain` and
+`online` blocks, compared as a percentage with one decimal, as the README reports it.
 
     python -m gui_r1_lite.miniature.reference RUN_DIR [--write]   # compare a run (or write the reference)
 """
@@ -12,6 +11,8 @@ and `online` blocks, compared as a percentage with one decimal, as the README re
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -21,14 +22,12 @@ from ..runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "docs" / "results" / "make_run_reference.json"
-#: The parts of summary.json a reference holds.
 BLOCKS = ("miniature", "gain", "online")
 
 
 def reference_of(summary: Mapping) -> dict:
     """What a reference keeps of a run's summary.json: its profile name, the `BLOCKS`, and, as a record
-    of what the run cost where it ran (not compared: seconds depend on the machine), its seconds per
-    notebook, its total and the machine (`machine`)."""
+    (not compared), its seconds and the machine they were measured on."""
     return {"profile": (summary.get("profile") or {}).get("name"),
             **{k: summary[k] for k in BLOCKS if summary.get(k) is not None},
             "seconds": summary.get("seconds"), "total_seconds": summary.get("total_seconds"),
@@ -37,18 +36,12 @@ def reference_of(summary: Mapping) -> dict:
 
 def machine() -> dict:
     """The CPU and core count a run's seconds were measured on."""
-    import os
-    import platform
-
-    model = next((line.split(":", 1)[1].strip() for line in _cpuinfo() if line.startswith("model name")), None)
-    return {"cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count()}
-
-
-def _cpuinfo() -> list[str]:
     try:
-        return Path("/proc/cpuinfo").read_text().splitlines()
+        cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return []
+        cpuinfo = []
+    model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), None)
+    return {"cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count()}
 
 
 def figures(block: Any, path: tuple = ()) -> Iterator[tuple[str, float | None]]:

@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..runio import read_json, write_json_atomic
 from .settings import MiniatureSettings
 
-#: The record of the files `prepared_data` made (`<out_dir>/data/data.json`).
+#: The record of the files `prepared_data` made, in `<out_dir>/data/`.
 DATA_RECORD = "data.json"
 
 _ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
@@ -41,14 +41,8 @@ def seed_of(sample_id: str) -> int:
 def select_rows(samples: Iterable, tasks: Sequence[str] | None = None,
                 seeds: tuple[int, int] | None = None) -> list:
     """Samples of `tasks` (None: all) whose episode seed lies in the inclusive range `seeds` (None: all)."""
-    out = []
-    for s in samples:
-        if tasks is not None and task_of(s.id) not in tasks:
-            continue
-        if seeds is not None and not seeds[0] <= seed_of(s.id) <= seeds[1]:
-            continue
-        out.append(s)
-    return out
+    return [s for s in samples if (tasks is None or task_of(s.id) in tasks)
+            and (seeds is None or seeds[0] <= seed_of(s.id) <= seeds[1])]
 
 
 def task_mix(samples: Iterable) -> dict[str, int]:
@@ -57,7 +51,7 @@ def task_mix(samples: Iterable) -> dict[str, int]:
 
 
 def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool) -> tuple[list, list]:
-    """(training rows, evaluation rows), with the checks that make the split a fair one."""
+    """(training rows, evaluation rows), checked to share no episode seed."""
     from ..data import load_gui_r1
 
     tasks = tuple(settings.tasks) if settings.tasks is not None else None
@@ -84,20 +78,10 @@ def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool
 
 def prepare_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
                  settings: MiniatureSettings, validate: bool = False) -> dict[str, Any]:
-    """Write the two files a miniature run trains and scores on.
-
-    Args:
-        out_dir: the run folder; the files go to `out_dir/data/`.
-        train_data: the MiniWoB++ training parquet; its `settings.train_seeds` rows of the task mix
-            become `data/train.parquet` (GUI-R1 training schema).
-        heldout_data: the held-out parquet; its task-mix rows become `data/heldout.parquet`
-            (benchmark schema). Not read when `validate`.
-        settings: the task mix, the seed ranges and `min_heldout_rows`.
-        validate: score on the validation seeds of `train_data` instead of `heldout_data`.
-
-    Returns:
-        The two paths, row counts, rows with a box target, and the task mix of each file.
-    """
+    """Write the two files a miniature run trains and scores on, `out_dir/data/train.parquet` (the
+    task mix's `train_seeds` rows of `train_data`) and `heldout.parquet` (its rows of `heldout_data`, or
+    with `validate` the `validation_seeds` rows of `train_data`); returns their paths, row counts, rows
+    with a box target and task mixes."""
     from ..data import write_gui_r1
 
     data = Path(out_dir) / "data"
@@ -113,7 +97,7 @@ def prepare_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, held
 
 
 def _source_key(path: str | os.PathLike) -> list | None:
-    """What tells a changed source file: its size and modification time (None when it is not there)."""
+    """A source file's size and modification time (None when it is not there)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -123,8 +107,8 @@ def _source_key(path: str | os.PathLike) -> list | None:
 
 def prepared_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
                   settings: MiniatureSettings, validate: bool = False) -> dict[str, Any]:
-    """`prepare_data`'s files and summary, made once per run folder: a rerun (and every seed of a run)
-    reuses them while the source files and the split's settings are those that made them."""
+    """`prepare_data`'s files and summary, made once per run folder: reused while the source files and
+    the split's settings are those that made them."""
     key = json.loads(json.dumps({
         "train_data": str(train_data), "heldout_data": str(heldout_data), "validate": validate,
         "sources": [_source_key(train_data), _source_key(heldout_data)],

@@ -20,8 +20,7 @@ STAGE_FILE = "stage.json"
 
 
 def seed_folder(out_dir: str | Path, seed: int) -> Path:
-    """Where a miniature run in `out_dir` keeps seed `seed`'s stages, each in a folder of its name
-    (`<arm>_train`, `<arm>_eval`, `<arm>_online`)."""
+    """Where a miniature run in `out_dir` keeps seed `seed`'s stages, a folder each."""
     return Path(out_dir) / f"seed{seed}"
 
 
@@ -39,11 +38,10 @@ def _quiet(log: Path, progress: bool) -> Iterator[None]:
 def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, fresh: bool = False,
               announce: dict | None = None, record: dict | None = None) -> dict:
     """Run `fn` once: its result (plus `seconds` and `record`, e.g. the threads it ran on) is stored
-    in `folder/stage.json`, which later runs read instead of running it again (the returned dict
-    says `skipped`). `fresh` clears an unfinished folder first (a training run cut short must start
-    over); `progress` shows the stage's output instead of sending it to `folder/log.txt`. A stage
-    that runs reports its start (`announce`: `progress.report`'s fields, "stage" among them) and
-    its end to the main job."""
+    in `folder/stage.json`, which later runs read instead (the returned dict says `skipped`). `fresh`
+    clears an unfinished folder first (a training run cut short must start over); `progress` shows the
+    stage's output instead of sending it to `folder/log.txt`. A stage that runs reports its start
+    (`announce`: `progress.report`'s fields, "stage" among them) and its end."""
     done = folder / STAGE_FILE
     finished = read_record(folder, STAGE_FILE)  # None when missing or torn: the stage runs again
     if finished is not None:
@@ -68,9 +66,8 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
 
 def train_config(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
                  train_file: str, steps: int, lr: float, seed: int, scheduler: str) -> dict[str, Any]:
-    """The flat training configuration of one stage: `method` "sft" or "grpo" from `start` (a
-    trained stage's `(model, adapter)`, or None for a new tiny model built with `seed`) on
-    `train_file`, `steps` steps at learning rate `lr` with `scheduler`, written to `folder`."""
+    """The training configuration of one stage: `method` "sft" or "grpo" from `start` (a trained stage's
+    `(model, adapter)`, or None for a new tiny model built with `seed`), written to `folder`."""
     model, init_adapter = start or ("tiny", None)
     cfg: dict[str, Any] = dict(
         method=method, model=model, tiny=dict(settings.tiny), tiny_seed=seed, lora=settings.lora,
@@ -100,9 +97,9 @@ def train_runtime(output_dir: str | Path) -> float | None:
 
 
 def _cpu_clock():
-    """A TrainerCallback that reads this process's CPU seconds (all its threads) over the training
-    loop, the span of the trainer's own `train_runtime`. With a stage pinned to its threads, they
-    measure the work done, where wall seconds also count what else the machine was running."""
+    """A TrainerCallback that reads this process's CPU seconds over the training loop (the span of
+    `train_runtime`): with a stage pinned to its threads they measure the work done, where wall seconds
+    also count what else the machine was running."""
     from transformers import TrainerCallback
 
     class CpuClock(TrainerCallback):
@@ -117,20 +114,16 @@ def _cpu_clock():
     return CpuClock()
 
 
-def train_stage(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
-                train_file: str, steps: int, lr: float, seed: int, scheduler: str,
-                callbacks: Sequence = ()) -> dict:
-    """Train one stage (see `train_config` for the arguments; `callbacks` are TrainerCallbacks)
-    and return what the run reports of it: steps, where the model is, prompt visits, sampled
-    completions, the trainer's runtime (wall seconds), the training loop's CPU seconds and the
+def train_stage(settings: MiniatureSettings, folder: Path, *, callbacks: Sequence = (), **stage: Any) -> dict:
+    """Train one stage (`stage`: `train_config`'s keywords) and return what the run reports of it: steps,
+    where the model is, prompt visits, sampled completions, wall and CPU seconds of the training loop,
     learning rate."""
     from ..training import TrainConfig, train
 
-    cfg = TrainConfig.from_dict(train_config(settings, folder, method=method, start=start, train_file=train_file,
-                                             steps=steps, lr=lr, seed=seed, scheduler=scheduler),
-                                source=f"miniature stage {folder}")
+    cfg = TrainConfig.from_dict(train_config(settings, folder, **stage), source=f"miniature stage {folder}")
     clock = _cpu_clock()
     result = train(cfg, callbacks=[*callbacks, clock])
+    method, lr = stage["method"], stage["lr"]
     grpo = method == "grpo"
     prompts_per_step = settings.grpo_prompts_per_step if grpo else settings.sft_batch
     return {"method": method, "steps": result.global_step, "adapter_dir": result.adapter_dir,
@@ -147,8 +140,7 @@ def policy_of(settings: MiniatureSettings, stage: dict) -> tuple[str, str | None
 
 
 def arm_metrics(summary: dict, records: Sequence[dict]) -> dict[str, float]:
-    """The three fractions the miniature reports of one evaluation (`evaluate.evaluate`'s summary
-    and its records): format rate, click accuracy, strict step success."""
+    """Format rate, click accuracy and strict step success of one evaluation (its summary and records)."""
     n = len(records)
     fmt = sum(1 for r in records if not r.get("parse_error")) / n if n else 0.0
     g = summary.get("grounding") or {}
@@ -164,18 +156,15 @@ def per_task_click_accuracy(records: Sequence[dict]) -> dict[str, float | None]:
     by: dict[str, list[dict]] = {}
     for r in records:
         by.setdefault(task_of(r["id"]), []).append(r)
-    out = {}
-    for task, recs in sorted(by.items()):
-        g = grounding_metrics(recs)
-        out[task] = g["overall"] if g else None
-    return out
+    metrics = {task: grounding_metrics(recs) for task, recs in sorted(by.items())}
+    return {task: g["overall"] if g else None for task, g in metrics.items()}
 
 
 def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
                    policy: tuple[str, str | None] | int, name: str, blind: bool = False) -> dict:
     """Score `policy` on the `heldout` file into `folder`: a trained stage's `(model, adapter)`
-    (named `name` in the records) or, as an int, the random baseline with that seed; `blind`: the
-    same rows with every screenshot white (the blind check, `evaluate(blind=True)`)."""
+    (named `name` in the records) or, as an int, the random baseline's seed; `blind`: with every
+    screenshot white."""
     from ..evaluate import PREDICTIONS, ModelCompleter, RandomBaseline, evaluate, read_records
 
     if isinstance(policy, int):
@@ -197,10 +186,8 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
 
 
 def online_stage(settings: MiniatureSettings, folder: Path, policy: tuple[str, str | None] | int) -> dict:
-    """Play `settings.online_episodes` episodes of each task of the mix in the live MiniWoB++ page
-    with `policy` (a trained stage's `(model, adapter)`, or the random baseline's seed as an int),
-    on episode seeds from `settings.online_seed_start`; returns the online evaluator's result
-    (`{"success", "tasks": {task: {"success", "episodes", "ci95", "mean_steps"}}, ...}`)."""
+    """Play `settings.online_episodes` episodes of each task in the live MiniWoB++ page with `policy`
+    (as in `evaluate_stage`); returns the online evaluator's result."""
     from .. import online
     from ..evaluate import RandomBaseline
 
