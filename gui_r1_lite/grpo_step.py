@@ -1,12 +1,10 @@
 """One GRPO update written out by hand, so that notebook 04 can show every part of it.
 
-Training itself runs TRL's `GRPOTrainer` (`training/`): this module does not replace it. It exists
-because a learner who only sees `trainer.train()` never sees the ratio, the clip, the KL estimate or
-how the loss is averaged, and those choices are what GRPO is. Each function is one step of the update,
-on the policy loaded exactly as the GPU recipe loads Qwen2.5-VL-3B (`load_like_recipe`: 4-bit NF4 +
-LoRA through the package's own loader), and each follows TRL 1.16's `GRPOTrainer._compute_loss`
-term for term. `tests/test_grpo_by_hand.py` holds the hand loss and its LoRA gradients equal to what
-TRL computes on the same inputs, so what the notebook prints is what the trainer does.
+Training runs TRL's `GRPOTrainer` (`training/`); this module does not replace it. It exists because
+`trainer.train()` hides the ratio, the clip, the KL estimate and how the loss is averaged, and those
+choices are what GRPO is. Each function is one step of the update, on the policy loaded as the GPU
+recipe loads Qwen2.5-VL-3B (4-bit NF4 + LoRA), following TRL 1.16's `GRPOTrainer._compute_loss` term
+for term; `tests/test_grpo_by_hand.py` holds the loss and its LoRA gradients equal to TRL's.
 
 The update, for one prompt and its group of G sampled answers o_1..o_G:
 
@@ -48,15 +46,14 @@ def recipe_config(model: str | Path, recipe: str | Path = RECIPE, **overrides: A
 
 
 def load_like_recipe(cfg):
-    """The policy as a training run of `cfg` loads it (`training.trainer.load_model`: quantisation, LoRA
-    from the recipe's r / alpha / dropout, gradient checkpointing, seeded LoRA initialisation)."""
+    """The policy as a training run of `cfg` loads it (quantisation, LoRA, seeded initialisation)."""
     from .training.trainer import load_model
 
     return load_model(cfg, cfg.trainer_args())[0]
 
 
 def sampling_settings(cfg) -> dict[str, Any]:
-    """The generation settings TRL's trainer samples a group with under `cfg` (its `GRPOConfig` values)."""
+    """The generation settings TRL's trainer samples a group with under `cfg`."""
     names = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty")
     return {"num_generations": cfg.get("num_generations"), "max_new_tokens": cfg.get("max_completion_length"),
             **{n: cfg.get(n) for n in names}}
@@ -87,8 +84,8 @@ class Batch:
 
 
 def prompt_inputs(processor, rows: list[dict]) -> dict[str, Any]:
-    """The processor's tensors for training rows (`data.to_train_rows`): chat template with the
-    generation prompt, the screenshot resized within the processor's pixel bounds."""
+    """The processor's tensors for training rows: chat template with the generation prompt, the
+    screenshot resized within the processor's pixel bounds."""
     texts = [processor.apply_chat_template(r["prompt"], add_generation_prompt=True, tokenize=False) for r in rows]
     return processor(text=texts, images=[r["image"] for r in rows], padding=True, return_tensors="pt")
 

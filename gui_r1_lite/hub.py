@@ -1,6 +1,5 @@
-"""The Hugging Face hub as a source: what a hub id looks like, and whether the network may (and can)
-be used, asked before any download so that an unreachable hub fails in seconds, not minutes.
-"""
+"""The Hugging Face hub: what a hub id looks like, and whether the network may (and can) be used,
+asked before any download so that an unreachable hub fails in seconds, not minutes."""
 
 from __future__ import annotations
 
@@ -14,19 +13,18 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 
 
 def is_hub_id(name: str) -> bool:
-    """True when `name` has the form of a hub repository id (`owner/name`)."""
+    """True when `name` has the form `owner/name`."""
     return HUB_ID.fullmatch(name) is not None
 
 
 def hub_offline() -> bool:
-    """True when the environment says not to use the network (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE)."""
+    """True when HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE says not to use the network."""
     value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "0"
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether the hub answers a short socket probe. Without it, an unreachable hub costs minutes
-    of retries per file before the error."""
+    """Whether the hub answers a short socket probe."""
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     host = urlparse(endpoint).hostname or "huggingface.co"
     try:

@@ -1,7 +1,6 @@
 """LoRA on Qwen2.5-VL: the adapter settings, which Linear modules get adapters (text decoder by
-default, vision tower on request), and the vision tower itself. Kept apart from loading
-(`modeling.load_policy`) because training and the merge read the settings without loading anything.
-"""
+default, vision tower on request), and the vision tower itself. Apart from `modeling` because
+training and the merge read the settings without loading anything."""
 
 from __future__ import annotations
 
@@ -9,9 +8,8 @@ import re
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-# Module names in transformers 5's Qwen2.5-VL: `model.language_model.layers.N.{self_attn,mlp}.*`
-# and `model.visual.blocks.N.{attn,mlp}.*`. The vision MLP also has gate/up/down_proj, so a plain
-# list of names would put adapters on the vision tower too; these patterns keep the two apart.
+# The vision MLP also has gate/up/down_proj, so a plain list of names would put adapters on the
+# vision tower too; these patterns (transformers 5's module names) keep the two apart.
 TEXT_LORA_TARGETS = (
     r".*language_model\.layers\.\d+\.(?:self_attn\.(?:q|k|v|o)_proj|mlp\.(?:gate|up|down)_proj)"
 )
@@ -22,10 +20,8 @@ VISION_LORA_TARGETS = (
 
 @dataclass
 class LoraSettings:
-    """LoRA adapter settings. `target_modules` is a regex matched against full module names
-    (PEFT full-matches a string); `train_vision` adds adapters to the vision tower's blocks and
-    merger as well (without LoRA it makes the vision tower's own weights trainable)."""
-
+    """LoRA adapter settings. `target_modules`: a regex PEFT full-matches against module names;
+    `train_vision` adds adapters to the vision tower's blocks and merger."""
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
@@ -57,7 +53,6 @@ class LoraSettings:
         return self.target_modules
 
     def to_peft(self):
-        """The `peft.LoraConfig` for these settings."""
         from peft import LoraConfig
 
         return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
@@ -76,20 +71,16 @@ def base_model(model):
 def vision_tower(model):
     """The vision encoder (`model.model.visual` in transformers 5) of a Qwen2.5-VL model."""
     base = base_model(model)
-    for path in ("model.visual", "visual"):
-        obj = base
-        try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        return obj
+    if hasattr(getattr(base, "model", None), "visual"):
+        return base.model.visual
+    if hasattr(base, "visual"):
+        return base.visual
     raise AttributeError(f"{type(base).__name__} has no vision tower at .model.visual or .visual")
 
 
 def lora_targets(model, settings: LoraSettings | None = None) -> list[str]:
-    """Names of the Linear modules of `model` that `settings` (default `LoraSettings()`) puts
-    adapters on. On a PEFT model the names are those of the wrapped base model."""
+    """Names of the Linear modules that `settings` (default `LoraSettings()`) puts adapters on (on a
+    PEFT model, those of the wrapped base model)."""
     import torch
 
     settings = settings or LoraSettings()
@@ -114,8 +105,7 @@ def set_vision_trainable(model, trainable: bool) -> None:
 
 
 def resolve_lora(lora) -> LoraSettings | None:
-    """`load_policy`'s `lora` argument as settings: None/False -> no adapter, True -> the defaults,
-    a dict -> its fields (unknown ones refused)."""
+    """`load_policy`'s `lora` argument as settings: None/False -> none, True -> the defaults."""
     if lora is None or lora is False:
         return None
     if lora is True:

@@ -1,10 +1,6 @@
 """Load the policy: a Qwen2.5-VL model and its processor from a hub id or a local folder, in full
-precision, 4-bit NF4 or 8-bit, with a LoRA adapter on the text decoder (new or saved; the
-settings and targets are `lora.py`'s, re-exported here).
-
-The same call serves `Qwen/Qwen2.5-VL-3B-Instruct`, `-7B-Instruct` and the tiny local model
-(`tiny.build_tiny_model`); only the arguments change.
-"""
+precision, 4-bit NF4 or 8-bit, with a new or saved LoRA adapter (settings in `lora.py`, re-exported
+here). The same call serves the 3B, the 7B and the tiny local model."""
 
 from __future__ import annotations
 
@@ -33,11 +29,9 @@ from .lora import (
 
 logger = logging.getLogger(__name__)
 
-# peft imports bitsandbytes whenever it is installed, so every LoRA run imports it, quantised or not.
-# On an AVX512-BF16 CPU that import tries an optional hub kernel for the 4-bit CPU matmul and logs a
-# warning when it is absent; the generic path it falls back to is correct, and the kernel matters
-# only to a 4-bit model on the CPU. The filter holds back that one message (nothing else of that
-# logger) and `load_policy` repeats it when a 4-bit model is loaded on the CPU.
+# peft imports bitsandbytes whenever it is installed; on an AVX512-BF16 CPU that import logs a
+# warning when an optional hub kernel for the 4-bit CPU matmul is absent (the fallback is correct).
+# The filter holds back that one message and `load_policy` repeats it for a 4-bit model on the CPU.
 _BNB_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
 _BNB_KERNEL_MESSAGE = "Failed to load CPU gemm_4bit_forward from kernels-community"
 
@@ -54,13 +48,13 @@ class _HeldBnbKernelMessage(logging.Filter):
         return True
 
     def release(self) -> None:
-        """Log the held message (once) where it concerns the run: a 4-bit model on the CPU."""
+        """Log the held message once."""
         while self.held:
             logger.warning("bitsandbytes: %s", self.held.pop())
 
 
-# Installed before anything imports bitsandbytes: the package imports peft and trl only through
-# modules that import this one first. A logger made early is the one bitsandbytes gets later.
+# Installed before anything imports bitsandbytes (peft and trl come in only through modules that
+# import this one first); a logger made early is the one bitsandbytes gets later.
 _bnb_kernel_message = _HeldBnbKernelMessage()
 logging.getLogger(_BNB_CPU_LOGGER).addFilter(_bnb_kernel_message)
 
@@ -70,22 +64,20 @@ QUANTIZATIONS: tuple[str, ...] = get_args(Quantization)
 
 
 def check_quantization(quantization: str | None) -> Quantization | None:
-    """`quantization` itself when it is None or one of `QUANTIZATIONS`; else a ValueError naming them."""
+    """`quantization` itself when it is None or one of `QUANTIZATIONS`; else a ValueError."""
     if quantization is not None and quantization not in QUANTIZATIONS:
         raise ValueError(f"quantization must be None or one of {QUANTIZATIONS}, got {quantization!r}")
     return quantization  # type: ignore[return-value]
 
 
 class ModelSourceError(UsageError, FileNotFoundError):
-    """A model or adapter source that is neither a usable local folder nor a loadable hub id; the
-    message says where it looked and what to pass instead. Also a `FileNotFoundError` (an `OSError`),
-    as transformers raises for a missing model."""
+    """A model or adapter source that is neither a usable folder nor a loadable hub id. Also a
+    `FileNotFoundError`, as transformers raises for a missing model."""
 
 
 @dataclass
 class Policy:
     """A loaded policy: the (possibly PEFT-wrapped) model, its processor, and how it was loaded."""
-
     model: Any
     processor: Any
     device: Any
@@ -102,16 +94,11 @@ class Policy:
     def trainable_parameters(self) -> tuple[int, int]:
         """(trainable, total) parameter counts (4-bit weights count as stored)."""
         trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
-        total = sum(p.numel() for p in self.model.parameters())
-        return trainable, total
-
-
-# --- helpers ----------------------------------------------------------------------------------
+        return trainable, sum(p.numel() for p in self.model.parameters())
 
 
 def free_memory() -> None:
-    """Give back what dropped models held: Python's garbage, then CUDA's cached blocks (a notebook
-    that loads a second 3B policy after training needs the first one's memory back)."""
+    """Give back what dropped models held: Python's garbage, then CUDA's cached blocks."""
     import gc
 
     import torch
@@ -122,8 +109,7 @@ def free_memory() -> None:
 
 
 def resolve_device(device=None):
-    """`None` -> this process's CUDA device (`cuda:$LOCAL_RANK`) when CUDA is available, else CPU.
-    Asking for CUDA without it raises before anything is loaded."""
+    """`None` -> this process's CUDA device (`cuda:$LOCAL_RANK`) when there is one, else CPU."""
     import torch
 
     if device is None:
@@ -143,10 +129,9 @@ def resolve_device(device=None):
 
 
 def native_bf16() -> bool:
-    """Whether this process's CUDA device computes bf16 natively (Ampere or newer). The one place
-    the question is answered: training's mixed precision, the load dtype and 4-bit compute follow it.
-    `torch.cuda.is_bf16_supported()` alone also says yes where bf16 is only emulated (a T4), where a
-    run would be slow and bitsandbytes would still compute in fp16."""
+    """Whether this process's CUDA device computes bf16 natively (Ampere or newer): mixed precision,
+    the load dtype and 4-bit compute follow it. `is_bf16_supported()` alone also says yes where bf16
+    is only emulated (a T4)."""
     import torch
 
     if not torch.cuda.is_available():
@@ -164,8 +149,7 @@ _fp16_noted = False
 
 
 def resolve_dtype(dtype, device):
-    """`None` -> float32 on CPU, bfloat16 on a CUDA device that has it natively (`native_bf16`),
-    else float16 (and a printed line saying what runs in fp16)."""
+    """`None` -> float32 on CPU, bfloat16 on a CUDA device that has it natively, else float16."""
     import torch
 
     global _fp16_noted
@@ -187,16 +171,14 @@ def resolve_dtype(dtype, device):
     raise ValueError(f"dtype must be a torch.dtype, one of {sorted(names)} or None, got {dtype!r}")
 
 
-#: Kept out of quantisation: the vision tower (the original trains it, and NF4 costs it most: its
-#: inputs are pixels, not tokens) and the output head. Prefixes of transformers 5's module names
-#: ("model.visual.blocks.0.attn.qkv"); "visual" covers the older layout where it sits at the top.
+#: Kept out of quantisation: the vision tower (the original trains it, and NF4 costs it most) and the
+#: output head. "visual" covers the older layout where the tower sits at the top.
 QUANTIZATION_SKIP = ("model.visual", "visual", "lm_head")
 
 
 def quantization_config(quantization: str | None, device, compute_dtype=None):
     """The `BitsAndBytesConfig` for `quantization` ("4bit": NF4, double quantisation, computing in
-    `compute_dtype` (default: bf16/fp16 on CUDA by `resolve_dtype`, fp32 on CPU); "8bit": LLM.int8),
-    or None. The modules of `QUANTIZATION_SKIP` stay unquantised. Raises when bitsandbytes is missing."""
+    `compute_dtype`, by default `resolve_dtype`'s on CUDA and fp32 on CPU; "8bit": LLM.int8), or None."""
     if check_quantization(quantization) is None:
         return None
     if importlib.util.find_spec("bitsandbytes") is None:
@@ -216,10 +198,9 @@ def quantization_config(quantization: str | None, device, compute_dtype=None):
 
 def _settle_bnb_cpu_kernels(model, training: bool) -> int:
     """bitsandbytes 0.50 repacks a Linear4bit's weights for its AVX512-BF16 CPU kernel on the first
-    eval-mode, no-grad forward. The repacked layer then fails in a later training forward (biased
-    layers: "a view of a leaf Variable ... in-place") and cannot be packed at all unless
-    in_features % 64 == 0 and out_features % 32 == 0. Keep the generic path for models that will be
-    trained and for layers of unpackable shape. Returns how many layers were switched."""
+    eval-mode, no-grad forward; the repacked layer fails in a later training forward, and packing
+    needs in_features % 64 == 0 and out_features % 32 == 0. Keep the generic path for models that
+    will be trained and layers of unpackable shape; returns how many layers were switched."""
     switched = 0
     for module in model.modules():
         if type(module).__name__ != "Linear4bit" or not getattr(module, "support_avx512bf16_for_cpu", False):
@@ -231,14 +212,8 @@ def _settle_bnb_cpu_kernels(model, training: bool) -> int:
     return switched
 
 
-def _download_advice(source: str) -> str:
-    return (f"Download it on a machine with internet, e.g. `huggingface-cli download {source} --local-dir <folder>` "
-            f"(`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy the folder here "
-            "and pass the local folder instead of the hub id")
-
-
 def _looked_at(source: str) -> str:
-    """Where a relative `source` was looked for on disk, said so that a mistyped path shows."""
+    """Where `source` was looked for on disk, so that a mistyped path shows."""
     return f"{os.path.abspath(os.path.expanduser(source))} does not exist; relative paths start from {os.getcwd()}"
 
 
@@ -249,16 +224,15 @@ def _not_found(source: str, exc: Exception, unreachable: bool = False) -> ModelS
     return ModelSourceError(
         f"could not load {source!r}: no such local folder ({_looked_at(source)}); as a hub model id it fails too: "
         f"{why} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). If you meant a local "
-        f"folder, fix the path. {_download_advice(source)}")
+        f"folder, fix the path. Download it on a machine with internet, e.g. `huggingface-cli download {source} "
+        f"--local-dir <folder>` (`hf download {source} --local-dir <folder>` with huggingface_hub >= 1.0), copy "
+        "the folder here and pass the local folder instead of the hub id")
 
 
 def _cache_only(source: str) -> bool:
-    """True when hub id `source` must come from the local cache because the hub does not answer a
-    short socket probe. Without it, an unreachable hub costs minutes of retries per file before the
-    error. HF_HUB_OFFLINE=1 skips the probe (huggingface_hub then never touches the network)."""
-    if Path(source).is_dir() or hub_offline():
-        return False
-    return not hub_reachable()
+    """True when hub id `source` must come from the local cache: the hub does not answer a short
+    probe (HF_HUB_OFFLINE=1 skips it)."""
+    return not (Path(source).is_dir() or hub_offline() or hub_reachable())
 
 
 def _check_source(model_id_or_dir: str | os.PathLike) -> str:
@@ -279,8 +253,8 @@ def _check_source(model_id_or_dir: str | os.PathLike) -> str:
 
 
 def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None, cache_only: bool):
-    """`AutoProcessor.from_pretrained` with the image (and video) resize bounds set to
-    [min_pixels, max_pixels] (None keeps the saved value) and left padding (batched generation)."""
+    """The processor with the image and video resize bounds set (None keeps the saved value) and
+    left padding (batched generation)."""
     from transformers import AutoProcessor
     from transformers.image_processing_utils import SizeDict
 
@@ -305,9 +279,6 @@ def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None,
     return processor
 
 
-# --- loading ----------------------------------------------------------------------------------
-
-
 def load_policy(
     model_id_or_dir: str | os.PathLike,
     quantization: Quantization | None = None,
@@ -323,26 +294,15 @@ def load_policy(
     gradient_checkpointing: bool = False,
     attn_implementation: str | None = None,
 ) -> Policy:
-    """Load a Qwen2.5-VL policy and its processor.
+    """Load a Qwen2.5-VL policy and its processor; a bad setting raises before anything loads.
 
-    - `model_id_or_dir`: a hub id (`Qwen/Qwen2.5-VL-3B-Instruct`) or a local folder.
-    - `quantization`: None, "4bit" (QLoRA's NF4 + double quantisation) or "8bit" (bitsandbytes).
-      The vision tower and `lm_head` stay unquantised (`QUANTIZATION_SKIP`); a quantised model that
-      will be trained has its base weights frozen, in the dtype they were loaded in.
-    - `lora`: True (default `LoraSettings()`: r 16 on the text decoder's q/k/v/o/gate/up/down),
-      a `LoraSettings` or dict of its fields, or None/False for no adapter (full fine-tuning of the
-      text model, or inference).
-    - `adapter`: a saved LoRA adapter folder to load instead of a new one; frozen for inference
-      unless `adapter_trainable`.
+    - `quantization`: None, "4bit" (NF4) or "8bit"; the vision tower and `lm_head` stay unquantised.
+    - `lora`: True (`LoraSettings()`), a `LoraSettings` or dict of its fields, or None/False for none.
+    - `adapter`: a saved adapter folder instead of a new one, frozen unless `adapter_trainable`.
     - `train_vision`: overrides `LoraSettings.train_vision`; the vision tower is frozen by default.
-    - `min_pixels` / `max_pixels`: the processor's resize bounds (GUI-R1's by default; None keeps
-      the saved ones). The tokenizer pads on the left (batched generation).
-    - `device`: None picks `cuda:$LOCAL_RANK` or CPU; `dtype`: None picks bf16/fp16 on CUDA, fp32 on CPU.
-      In fp16 the vision tower is kept in fp32 (its MLP overflows in fp16).
-
-    Configuration errors (unknown quantisation, bitsandbytes missing, CUDA asked for but absent,
-    lora together with adapter) are raised before anything is loaded.
-    """
+    - `min_pixels` / `max_pixels`: the resize bounds (GUI-R1's by default; None keeps the saved ones).
+    - `device` / `dtype`: None picks as `resolve_device` / `resolve_dtype`; in fp16 the vision tower
+      is kept in fp32 (its MLP overflows in fp16)."""
     settings = _adapter_settings(lora, adapter, train_vision)
     vision_trainable = bool(train_vision) if train_vision is not None else bool(settings and settings.train_vision)
     dev = resolve_device(device)
@@ -365,19 +325,16 @@ def load_policy(
     if settings is not None or adapter is not None:
         model = _with_adapter(model, settings, adapter, adapter_trainable)
     elif qconfig is None:
-        set_vision_trainable(model, vision_trainable)  # full fine-tuning: the vision tower only on request
-    # (PEFT freezes the whole base model; only adapters, vision ones when asked, are trainable.)
+        set_vision_trainable(model, vision_trainable)  # full fine-tuning (PEFT freezes the base model itself)
     if not training:
         model.eval()
-
     return Policy(model=model, processor=processor, device=dev, dtype=torch_dtype, quantization=quantization,
                   lora=settings, source=source, adapter=None if adapter is None else os.fspath(adapter))
 
 
 def _adapter_settings(lora: LoraSettings | dict | bool | None, adapter: str | os.PathLike | None,
                       train_vision: bool | None) -> LoraSettings | None:
-    """The new adapter's settings (None with a saved `adapter` or without LoRA); checks that a
-    saved adapter folder looks like one."""
+    """The new adapter's settings (None with a saved `adapter` or without LoRA)."""
     settings = resolve_lora(lora)
     if adapter is not None and lora not in (True, None, False):
         raise ValueError("pass either lora= (a new adapter) or adapter= (a saved one), not both")
@@ -426,13 +383,10 @@ def _quiet_peft() -> Iterator[None]:
 
 
 def _prepare_for_training(model, *, quantized: bool, training: bool, gradient_checkpointing: bool):
-    """What a model that will be trained needs before its adapter: every base weight frozen (a
-    quantised one cannot be trained), and gradient checkpointing (non-reentrant) when asked, with
-    input gradients so that checkpointed blocks see a tensor that needs grad.
-
-    Not `peft.prepare_model_for_kbit_training`: it also casts every unquantised parameter to fp32
-    (the tied 151,936 x 2,048 embedding of the 3B model: +0.6 GB) and so makes the whole residual
-    stream fp32 (activations x2), which QLoRA does not need: the adapters are fp32 anyway."""
+    """Before the adapter: a quantised model's base weights frozen, and gradient checkpointing
+    (non-reentrant, with input gradients) when asked. Not `peft.prepare_model_for_kbit_training`: it
+    also casts every unquantised parameter to fp32 (the 3B's tied embedding: +0.6 GB) and so the
+    whole residual stream (activations x2), which QLoRA does not need."""
     if quantized and training:
         for p in model.parameters():
             p.requires_grad_(False)

@@ -3,9 +3,8 @@
     python -m gui_r1_lite.train --config configs/grpo_qwen2_5_vl_3b_qlora.yaml --max_steps 50
     accelerate launch --config_file configs/accelerate/ddp.yaml -m gui_r1_lite.train --config ...
 
-Metrics of every logging step go to `<output_dir>/metrics.jsonl`; checkpoints hold the LoRA
-adapter and optimiser state, so `--resume` continues a run that was killed. An error in the
-settings is one line on stderr and exit code 2; `--debug` adds the traceback.
+Metrics go to `<output_dir>/metrics.jsonl`; `--resume` continues a killed run from its newest
+checkpoint. A settings error is one line on stderr and exit code 2; `--debug` adds the traceback.
 """
 
 from __future__ import annotations

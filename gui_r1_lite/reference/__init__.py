@@ -1,6 +1,5 @@
-"""Reference data shipped with the package so that every clone and install can check against it
-(see README.md beside this file): the original GUI-R1's scored reward cases, and the published
-configuration of Qwen2.5-VL-3B-Instruct (model, generation and preprocessor settings)."""
+"""Reference data shipped with the package (README.md beside this file): the original GUI-R1's
+scored reward cases, and Qwen2.5-VL-3B-Instruct's published configuration files."""
 
 from __future__ import annotations
 
@@ -27,21 +26,17 @@ def _shipped_json(name: str) -> dict:
 
 
 def qwen2_5_vl_3b_config() -> dict:
-    """Qwen2.5-VL-3B-Instruct's published `config.json`, as released (the flat layout transformers
-    reads into a `Qwen2_5_VLConfig`): text hidden 2048 x 36 layers, 16 heads, 2 KV heads, vocab
-    151,936, tied embeddings, mrope [16, 24, 24]; vision depth 32, hidden 1280, full attention at
-    blocks 7/15/23/31 and 112-pixel windows elsewhere; bfloat16."""
+    """Qwen2.5-VL-3B-Instruct's published `config.json`: text hidden 2048 x 36 layers, 16 heads, 2 KV
+    heads, vocab 151,936, tied embeddings; vision depth 32, hidden 1280; bfloat16."""
     return _shipped_json(QWEN2_5_VL_3B_CONFIG)
 
 
 def qwen2_5_vl_3b_generation_config() -> dict:
-    """Qwen2.5-VL-3B-Instruct's published `generation_config.json` (as checked on 2026-12-05, see
-    README.md): near-greedy sampling (temperature 1e-06, repetition_penalty 1.05; top_k and top_p
-    left at transformers' defaults) that `generate` falls back on for every field a caller leaves None."""
+    """Qwen2.5-VL-3B-Instruct's published `generation_config.json` (checked on 2026-12-05): near-greedy
+    sampling (temperature 1e-06, repetition_penalty 1.05) that `generate` falls back on."""
     return _shipped_json(QWEN2_5_VL_3B_GENERATION_CONFIG)
 
 
 def qwen2_5_vl_3b_preprocessor_config() -> dict:
-    """Qwen2.5-VL-3B-Instruct's published `preprocessor_config.json`: images resized to between
-    3,136 and 12,845,056 pixels (sides multiples of 28), patch 14, merge 2, CLIP mean and std."""
+    """Qwen2.5-VL-3B-Instruct's published `preprocessor_config.json` (3,136 to 12,845,056 pixels)."""
     return _shipped_json(QWEN2_5_VL_3B_PREPROCESSOR_CONFIG)

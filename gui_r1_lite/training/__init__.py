@@ -1,6 +1,5 @@
-"""Training: a `TrainConfig` (our settings, `TrainArguments`, beside TRL's; from a YAML recipe,
-flags or a dict) wired into TRL's `GRPOTrainer` or `SFTTrainer`; metrics, checkpoints and the merged
-adapter of a run."""
+"""Training: a `TrainConfig` (our settings beside TRL's) wired into TRL's `GRPOTrainer` or
+`SFTTrainer`; metrics, checkpoints and the merged adapter of a run."""
 
 from .arguments import TrainArguments
 from .checkpoints import last_checkpoint

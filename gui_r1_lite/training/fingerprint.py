@@ -1,5 +1,4 @@
-"""A short hash of a model's trainable weights: equal on every process after a synchronised (DDP)
-step, so the multi-process and resume tests can compare ranks without comparing tensors."""
+"""A short hash of a model's trainable weights, so that tests can compare ranks without tensors."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from ..runio import read_jsonl
 
 
 def read_metrics(path: str | os.PathLike) -> list[dict]:
-    """The records of a run's metrics.jsonl (`path` is the file or its run folder). A last line
-    cut short by a killed process is skipped, as are blank lines."""
+    """The records of a run's metrics.jsonl (`path`: the file or its run folder); a last line cut
+    short by a kill is skipped."""
     p = Path(path)
     p = p / "metrics.jsonl" if p.is_dir() else p
     if not p.is_file():
@@ -26,9 +26,8 @@ def _mean_of(records: list[dict]) -> dict:
 
 
 def start_and_end(path: str | os.PathLike, window: int = 10) -> dict[str, dict]:
-    """How the rewards, KL and loss moved over a run: the mean of each number over the first and
-    over the last `window` training-step records of its metrics.jsonl (those with a `loss`; one
-    GRPO step scores only a few prompts, so a single step says little). `steps` says which."""
+    """The mean of each number over the first and the last `window` training steps of a run (one
+    GRPO step scores only a few prompts, so a single step says little); `steps` says which."""
     steps = [r for r in read_metrics(path) if "loss" in r]
     if not steps:
         return {"start": {}, "end": {}}

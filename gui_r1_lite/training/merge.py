@@ -8,16 +8,13 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 
 def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32", dequantize: bool = False) -> Path:
-    """Write `base` + LoRA `adapter` merged into one model folder for inference.
+    """Write `base` + LoRA `adapter` merged into one model folder (CLI: `scripts/merge_adapter.py`).
 
-    A QLoRA adapter was trained against the NF4-rounded base weights, not the full-precision ones.
-    By default it is merged into the full-precision base (the model differs slightly from the one
-    trained and evaluated); `dequantize=True` merges it into the weights it was trained against:
-    the base is loaded in 4-bit NF4 as training loaded it, dequantized, then merged. Evaluating the
-    4-bit base with the adapter (`load_policy(base, "4bit", adapter=...)`) needs no merge at all.
-
-    The processor comes from the adapter folder when training saved one there (it holds the pixel
-    bounds the adapter was trained with), else from `base`. `scripts/merge_adapter.py` is the CLI."""
+    A QLoRA adapter was trained against the NF4-rounded base weights. By default it is merged into the
+    full-precision base (a model slightly different from the one trained); `dequantize=True` loads the
+    base in 4-bit as training did and merges into its dequantized weights. Evaluating the 4-bit base
+    with the adapter (`load_policy(base, "4bit", adapter=...)`) needs no merge at all. The processor
+    is the adapter folder's when training saved one there (its pixel bounds), else `base`'s."""
     import torch
 
     from ..modeling import load_policy
@@ -26,9 +23,11 @@ def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32", deq
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     torch_dtype = getattr(torch, dtype)
     if dequantize:
+        from peft import PeftModel
+
         policy = load_policy(base, "4bit", lora=None, dtype=torch_dtype, device="cpu", min_pixels=None,
                              max_pixels=None)
-        merged = _merge_into(policy.model.dequantize(dtype=torch_dtype), adapter)
+        merged = PeftModel.from_pretrained(policy.model.dequantize(dtype=torch_dtype), adapter).merge_and_unload()
     else:
         policy = load_policy(base, None, lora=None, adapter=adapter, dtype=torch_dtype, device="cpu",
                              min_pixels=None, max_pixels=None)
@@ -41,10 +40,3 @@ def merge_adapter(base: str, adapter: str, out: str, dtype: str = "float32", deq
         processor = AutoProcessor.from_pretrained(adapter)
     processor.save_pretrained(out)
     return Path(out)
-
-
-def _merge_into(model, adapter: str):
-    """`model` (plain weights) with the saved LoRA `adapter` merged in."""
-    from peft import PeftModel
-
-    return PeftModel.from_pretrained(model, adapter).merge_and_unload()
