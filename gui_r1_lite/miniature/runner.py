@@ -1,7 +1,6 @@
-"""The miniature's run: for each seed the random baseline, the shared SFT warm start and the two
-arms after it (`sft`, `sft_grpo`), each trained and scored as a cached stage (and, when asked, played
-in the live MiniWoB++ page); the seeds side by side in processes of their own; then the seeds
-combined into `miniature.json`."""
+"""The miniature's run: for each seed the random baseline, the shared SFT warm start and the two arms
+after it, each trained and scored as a cached stage; the seeds side by side, then combined into
+`miniature.json`."""
 
 from __future__ import annotations
 
@@ -24,21 +23,20 @@ from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_sta
 
 RESULT_FILE = "miniature.json"
 SETTINGS_FILE = "settings.json"
-#: How the `sft` arm's steps were reached (`SeedRun.sft_budget`), kept per seed so that a rerun
-#: under `fair="seconds"` trains the steps it resolved to, not those of its own, other, timings.
+#: How the `sft` arm's steps were reached (`SeedRun.sft_budget`), kept per seed so that a rerun under
+#: `fair="seconds"` trains the steps it resolved to, not those of its own timings.
 SFT_BUDGET_FILE = "sft_budget.json"
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
 _COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "train_cpu_seconds", "seconds", "budget")
 #: The arms scored on the held-out rows, each also blind (`<arm>_blind_eval`: every screenshot white).
 SCORED: tuple[str, ...] = ("random", "sft", "sft_grpo", WARM)
-#: Offline stages of one seed: the random baseline's evaluation, a training and an evaluation per
-#: trained arm, and a blind evaluation per scored arm.
+#: Offline stages of one seed.
 STAGES_PER_SEED = 1 + 2 * len(TRAINED) + len(SCORED)
 
 
 def stage_names(settings: MiniatureSettings) -> list[str]:
-    """A seed's stages in the order they run: offline, then `<arm>_online` when episodes are asked for."""
+    """A seed's stages in the order they run."""
     names = ["random_eval", "random_blind_eval", "warm_train", "sft_grpo_train", "sft_train", "sft_eval",
              "sft_blind_eval", "sft_grpo_eval", "sft_grpo_blind_eval", "warm_eval", "warm_blind_eval"]
     return names + ([f"{arm}_online" for arm in settings.online_arms] if settings.online_episodes else [])
@@ -47,9 +45,8 @@ def stage_names(settings: MiniatureSettings) -> list[str]:
 @dataclass
 class SeedRun:
     """The stages of one seed, each in `out_dir/seed<N>/<stage>` and cached there. `callbacks`
-    (TrainerCallbacks, e.g. live curves) go to every training stage; `place` (this seed's position,
-    number of seeds) numbers the stages in the main job's progress. Every stage runs on
-    `settings.threads` torch threads with deterministic algorithms (`parallel.pinned_threads`)."""
+    (TrainerCallbacks) go to every training stage; `place` (this seed's position, number of seeds)
+    numbers the stages in the main job's progress."""
 
     out_dir: Path
     seed: int
@@ -67,7 +64,7 @@ class SeedRun:
         return seed_folder(self.out_dir, self.seed)
 
     def announce(self, name: str, **fields: Any) -> dict:
-        """The progress record of stage `name` starting: its name, its number among all seeds' stages, `fields`."""
+        """The progress record of stage `name` starting, numbered among all seeds' stages."""
         per_seed = len(stage_names(self.settings))
         index = self.place[0] * per_seed + len(self.stages) + 1
         return {"stage": f"seed {self.seed} · {name}", "index": index, "total": self.place[1] * per_seed, **fields}
@@ -91,32 +88,31 @@ class SeedRun:
             seed=self.seed, scheduler=scheduler, callbacks=callbacks), announce, fresh=True, record=record)
 
     def evaluate(self, arm: str, blind: bool = False) -> dict:
-        """Score `arm` on the held-out rows (`stages.evaluate_stage`); `blind`: with every screenshot
-        white, the same rows and settings, into `<arm>_blind_eval`."""
+        """Score `arm` on the held-out rows; `blind`: with every screenshot white, into `<arm>_blind_eval`."""
         name, limit = f"{blind_arm(arm) if blind else arm}_eval", self.settings.eval_limit
-        folder = self.folder / name
-        policy = self.seed if arm == "random" else policy_of(self.settings, self.stages[f"{arm}_train"])
+        folder, policy = self.folder / name, self._policy(arm)
         rows = self.data.get("n_heldout")
         announce = self.announce(name, steps=min(rows, limit) if rows and limit else rows,
                                  count_lines=str(folder / "predictions.jsonl"))
         return self._run(name, lambda: evaluate_stage(
             self.settings, self.data["heldout"], folder, policy, f"{arm}-seed{self.seed}", blind), announce)
 
+    def _policy(self, arm: str) -> tuple[str, str | None] | int:
+        """A trained arm's `(model, adapter)`; the random baseline's seed."""
+        return self.seed if arm == "random" else policy_of(self.settings, self.stages[f"{arm}_train"])
+
     def play(self, arm: str) -> dict:
-        """`arm`'s closed-loop episodes in the live page (`stages.online_stage`)."""
+        """`arm`'s closed-loop episodes in the live page."""
         name, s = f"{arm}_online", self.settings
-        folder = self.folder / name
-        policy = self.seed if arm == "random" else policy_of(s, self.stages[f"{arm}_train"])
+        folder, policy = self.folder / name, self._policy(arm)
         announce = self.announce(name, steps=len(s.online_tasks) * s.online_episodes)
         return self._run(name, lambda: online_stage(s, folder, policy), announce)
 
     def sft_budget(self) -> dict:
         """The `sft` arm's steps and how they were reached: its budget is as many prompt visits as the
         `sft_grpo` arm ("visits"), or as many steps as fit in that arm's training time at the warm
-        start's measured speed ("seconds": CPU seconds of the training loops, which the machine's load
-        does not change, where both stages recorded them; else wall seconds); it trains
-        `sft_extra_stop` of it. A "seconds" budget is
-        written to `seed<N>/sft_budget.json` when first resolved and read from there on a rerun."""
+        start's measured speed ("seconds"); it trains `sft_extra_stop` of it. A "seconds" budget is kept
+        in `SFT_BUDGET_FILE` when first resolved and read from there on a rerun."""
         s = self.settings
         if s.fair == "visits":
             budget = math.ceil(s.extra_prompts / s.sft_batch)
@@ -139,7 +135,7 @@ class SeedRun:
         return record
 
     def sft_steps(self) -> int:
-        """The `sft` arm's steps (`sft_budget`)."""
+        """The `sft` arm's steps."""
         return self.sft_budget()["steps"]
 
     def run(self) -> dict:
@@ -165,9 +161,8 @@ class SeedRun:
         return self.summary()
 
     def summary(self) -> dict:
-        """Per-arm metrics (seeing, and blind where the blind stage ran), per-task click accuracy,
-        compute and seconds, online results, and where each arm's training run, model and
-        predictions (`<arm>_blind`: the blind ones) are."""
+        """Per-arm metrics (seeing and blind), per-task click accuracy, compute and seconds, online
+        results, and where each arm's training run, model and predictions are."""
         st, scored = self.stages, SCORED
         blind = [a for a in scored if f"{blind_arm(a)}_eval" in st]
         seconds = {"random": st["random_eval"]["seconds"], WARM: st["warm_train"]["seconds"],
@@ -195,7 +190,7 @@ class SeedRun:
                 "skipped": sorted(k for k, v in st.items() if v.get("skipped"))}
 
     def finished(self) -> bool:
-        """Whether every stage of the seed has its record (a run would only read them back)."""
+        """Whether every stage of the seed has its record."""
         return all((self.folder / name / STAGE_FILE).exists() for name in stage_names(self.settings))
 
     def unfinished(self) -> str:
@@ -205,8 +200,7 @@ class SeedRun:
 
 def run_seed(out_dir: Path, seed: int, settings: MiniatureSettings, data: dict, progress: bool = False,
              callbacks: Sequence = (), place: tuple[int, int] = (0, 1)) -> dict:
-    """The random baseline and the three trained arms for one seed (see `SeedRun`); `data` is
-    `prepare_data`'s output. Returns per-arm metrics, seconds, compute and folders."""
+    """Every stage of one seed (`SeedRun`); `data` is `prepare_data`'s output."""
     return SeedRun(Path(out_dir), seed, settings, data, progress, callbacks, place).run()
 
 
@@ -231,8 +225,7 @@ def check_same_settings(out: Path, wanted: dict) -> None:
 
 
 def online_missing() -> str | None:
-    """Why closed-loop episodes cannot be played here (the live-page evaluator, Python Playwright,
-    Chromium or the miniwob package missing), or None when they can."""
+    """Why closed-loop episodes cannot be played here (Playwright, Chromium or miniwob missing), or None."""
     import importlib.util
 
     from ..online.browser import CaptureDependencyError, require_playwright
@@ -251,7 +244,7 @@ def online_missing() -> str | None:
 
 
 def need_online(settings: MiniatureSettings) -> None:
-    """Refuse, before anything trains, online stages that could not run (`online_missing`)."""
+    """Refuse, before anything trains, online stages that could not run."""
     missing = online_missing() if settings.online_episodes else None
     if missing:
         raise UsageError(f"online_episodes > 0 needs the live MiniWoB++ page, but {missing}; "
@@ -274,8 +267,7 @@ def _run_seeds(out: Path, seeds: list[int], settings: MiniatureSettings, data: d
 
 
 def _add_online_success(result: dict) -> None:
-    """Each arm's closed-loop success over the seeds that played it (`report.aggregate`), beside
-    `result["online"]` (`{seed: {arm: online result}}`, kept by `report.combine_seeds`)."""
+    """Each arm's closed-loop success over the seeds that played it, beside `result["online"]`."""
     online = result.get("online") or {}
     played = [v for v in online.values() if v]
     if not played:
@@ -289,33 +281,20 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
                   settings: MiniatureSettings | None = None, validate: bool = False, progress: bool = False,
                   callbacks: Sequence = (), workers: int | None = None, watch: Callable[[], None] | None = None,
                   **overrides: Any) -> dict:
-    """Run the miniature (every arm for every seed) and write `out_dir/miniature.json`.
+    """Run the miniature (every arm for every seed) and write `out_dir/miniature.json`; returns it.
 
-    Args:
-        out_dir: the run folder; finished stages in it are skipped on a rerun with the same settings,
-            so a longer `seeds` list reuses the seeds already run.
-        seeds: each seed sets the tiny model's weights and tokenizer and the training order.
-        train_data: the MiniWoB++ training parquet (`prepare_data`).
-        heldout_data: the held-out parquet the arms are scored on.
-        settings: the budget (default `MiniatureSettings()`); `overrides` replace its fields.
-        validate: score on the validation seeds of `train_data` instead of `heldout_data`.
-        progress: show training logs instead of writing them to each stage's `log.txt`.
-        callbacks: TrainerCallbacks given to every training stage (e.g. `viz.LiveCurves().callback()`);
-            they live in this process, so they need `workers=1`.
-        workers: seeds run side by side, each in a process of its own on `settings.threads` threads
-            (default: one per `threads` cores, at most one per seed; 1: in this process). A seed's
-            figures do not depend on it.
-        watch: called every few seconds in this process while seeds run side by side (a live view).
+    Finished stages in `out_dir` are skipped on a rerun with the same settings, so a longer `seeds`
+    list reuses the seeds already run. `settings` (default `MiniatureSettings()`) with `overrides`
+    replacing its fields; `validate`: score on the validation seeds of `train_data`; `progress`: show
+    training logs instead of writing them to each stage's `log.txt`. `callbacks` (TrainerCallbacks)
+    live in this process, so they need `workers=1`; `workers` seeds run side by side, a process each
+    (default: one per `threads` cores, at most one per seed), which changes no figure; `watch` is
+    called every few seconds in this process meanwhile (a live view).
 
-    Returns:
-        `{"random"|"sft"|"sft_grpo": {"format_rate"|"click_accuracy"|"strict_step_success":
-        {"mean", "std", "per_seed"}}}` plus `seeds`, `warm_start`, `per_task_click_accuracy`,
-        `data`, `n_heldout`, `compute`, `runs`, `models`, `predictions`, `seconds`, `settings`,
-        `workers`, `threads`, `skipped_stages`, `stats` (`report.study_statistics`), the blind check
-        (each arm's `"blind": {"click_accuracy": ...}`, `looks` and `distinct_answers`,
-        `report.blind_summary`) and, with online
-        stages, `online` (`{seed: {arm: result}}`) and `online_success` (`{arm: {"mean", "std",
-        "per_seed"}}`).
+    The result holds each arm's metrics (`{"mean", "std", "per_seed"}`, and its blind click accuracy),
+    `warm_start`, `per_task_click_accuracy`, `stats` (`report.study_statistics`), `looks`,
+    `distinct_answers`, compute, seconds, folders and settings; with online stages, `online` and
+    `online_success`.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
