@@ -1,9 +1,6 @@
-"""The unified GUI action space: the `Action` record, the action spaces of GUI-R1's tasks and
-benchmarks, the action categories the rules check (point actions, text actions), reading a model
-completion into actions (literals only, never `eval`) and writing the canonical answer.
-
-This is the only module that knows what an action looks like; prompts, rewards, data, metrics and
-evaluation all go through it. Points, boxes and pixel frames live in `geometry`.
+"""The GUI action space: the `Action` record, the action spaces of GUI-R1's tasks and benchmarks,
+the categories the rules check, reading a completion (literals only, never `eval`) and writing the
+canonical answer. The only module that knows what an action looks like; points and frames are in `geometry`.
 """
 
 from __future__ import annotations
@@ -23,8 +20,6 @@ COMPATS: tuple[str, ...] = get_args(Compat)
 
 NO_TEXT = "no input text"
 SCROLL_DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
-
-# --- action spaces (the original's, one place) ------------------------------------------------
 
 ACTION_SPACES: dict[str, tuple[str, ...]] = {
     "high": ("complete", "close/delete", "press_home", "click", "press_back", "type", "select", "scroll", "enter"),
@@ -66,7 +61,6 @@ OFFICIAL_REWARD_TEXT_ACTIONS: frozenset[str] = frozenset({"type", "select", "scr
 
 
 def check_compat(compat: str) -> Compat:
-    """`compat` itself when it is one of `COMPATS`; else a ValueError naming the allowed values."""
     if compat not in COMPATS:
         raise ValueError(f"compat must be one of {COMPATS}, got {compat!r}")
     return compat  # type: ignore[return-value]
@@ -106,23 +100,16 @@ class Action:
 
 
 def target_action(gt_action: str, gt_bbox: Sequence[float], gt_input_text: str = NO_TEXT) -> Action:
-    """The action a perfect policy answers for a ground truth: the centre of the box (or the
-    point), rounded to integer pixels of the frame `gt_bbox` is in; no point when there is none."""
+    """A perfect policy's answer: the box centre (or the point) rounded to integer pixels of `gt_bbox`'s frame."""
     target = target_point(gt_bbox)
     point = NO_POINT if target is None else (int(round(target[0])), int(round(target[1])))
     return Action(gt_action, point, gt_input_text)
 
 
-# --- writing ----------------------------------------------------------------------------------
-
-
 def answer_literal(actions: Iterable[Action]) -> str:
     """The answer list as GUI-R1 writes it: `[{'action': 'click', 'point': [x, y], 'input_text': '...'}]`."""
-    parts = []
-    for a in actions:
-        x, y = a.point
-        parts.append(f"{{'action': {a.action!r}, 'point': [{x!r}, {y!r}], 'input_text': {a.input_text!r}}}")
-    return "[" + ", ".join(parts) + "]"
+    return "[" + ", ".join(f"{{'action': {a.action!r}, 'point': [{a.point[0]!r}, {a.point[1]!r}], "
+                           f"'input_text': {a.input_text!r}}}" for a in actions) + "]"
 
 
 def format_answer(actions: Action | Iterable[Action], thinking: str = "") -> str:
@@ -134,9 +121,8 @@ def format_answer(actions: Action | Iterable[Action], thinking: str = "") -> str
 
 # --- reading ----------------------------------------------------------------------------------
 
-# Literal reading is bounded: answers longer than this are refused before any parsing. A
-# completion is at most ~1,024 tokens (a few KB); 16 KB leaves room without letting a 100 KB
-# adversarial answer cost the parser tens of milliseconds.
+# Longer answers are refused unread: a completion is ~1,024 tokens (a few KB), and a 100 KB
+# adversarial answer would cost the parser tens of milliseconds.
 MAX_LITERAL_CHARS = 16_384
 
 _FORMAT_HEAD = re.compile(r"</think>\s*<answer>", re.DOTALL)
@@ -148,15 +134,10 @@ _WS_RE = re.compile(r"\s*")
 
 @dataclass(frozen=True)
 class ParseResult:
-    """What a completion says.
-
-    `actions` are the answer's actions read as a literal (empty when unreadable); `format_ok`
-    and `error` say whether the completion meets the format of the chosen compat mode and, if
-    not, why; `prediction` is the action a metric scores (official: the original's pattern
-    reading, which can disagree with the literal; strict: the first literal action).
-    `point_read` says whether `prediction.point` came from the completion: the official reading
-    puts (0, 0) where its pattern finds no point, and strict puts "no point" where the item has none.
-    """
+    """What a completion says. `actions`: the answer read as a literal (empty when unreadable);
+    `prediction`: the action a metric scores (official: the original's pattern reading, which can
+    disagree with the literal; strict: the first action); `point_read`: whether its point came from
+    the completion, not official's (0, 0) default or strict's "no point"."""
 
     compat: str
     format_ok: bool
@@ -189,20 +170,17 @@ def _official_layout_ok(text: str) -> bool:
 
 
 def read_literal(content: str) -> tuple[object | None, str | None]:
-    """Read `content` as a Python literal (JSON strings are Python literals too). Never evaluates
-    code. Returns (value, None) or (None, reason)."""
+    """(value, None) for a Python literal (JSON strings are too), else (None, reason). Never evaluates code."""
     if len(content) > MAX_LITERAL_CHARS:
         return None, f"answer is {len(content)} characters; more than {MAX_LITERAL_CHARS} are not read"
     try:
         return ast.literal_eval(content), None
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, KeyError, AttributeError) as exc:
-        return None, f"answer is not a literal ({type(exc).__name__})"
     except Exception as exc:  # noqa: BLE001 - a completion must never crash a training run
         return None, f"answer is not a literal ({type(exc).__name__})"
 
 
 def _official_items(value: object) -> tuple[tuple[Action, ...], str | None]:
-    """Format rules 3-5 of the original on an already-read literal."""
+    """Spec §3 format rules 3-5 on an already-read literal."""
     if not isinstance(value, list):
         return (), f"answer is a {type(value).__name__}, expected a list"
     out = []
@@ -268,13 +246,13 @@ def _official_point(content: str) -> tuple[int, int] | None:
 
 
 def official_prediction(text: str) -> Action:
-    """The original's pattern reading of a completion: first `'action': '…'`, first
-    `'input_text': '…'`, and the `{…[x, y]…}` point; defaults `no action`, `no input text`, (0, 0)."""
+    """The original's pattern reading (spec §3, "Accuracy"): first `'action': '…'`, first `'input_text': '…'`,
+    the `{…[x, y]…}` point; defaults `no action`, `no input text`, (0, 0)."""
     return _official_reading(text)[0]
 
 
 def _official_reading(text: str) -> tuple[Action, bool]:
-    """`official_prediction` and whether its point was matched (rather than the (0, 0) default)."""
+    """`official_prediction` and whether its point was matched."""
     content = answer_content(text)
     if content is None:
         return Action("no action", (0, 0), NO_TEXT), False
@@ -329,12 +307,11 @@ def _read_strict(content: str) -> tuple[object | None, str | None]:
 
 
 def parse_completion(text: str, compat: Compat = "official") -> ParseResult:
-    """Read a completion. Never raises on any string and never runs code in it.
+    """Read a completion; never raises on any string and never runs code in it.
 
     official: the original's format rules (spec §3) with `ast.literal_eval` in place of `eval`;
-    `prediction` is its pattern reading (which may disagree with the format check).
-    strict: JSON or Python literals, case-insensitive names, float/negative points; one reading
-    serves format and accuracy, and `prediction` is the first action.
+    `prediction` is its pattern reading. strict (spec §4): JSON or Python literals, case-insensitive
+    names, float/negative points; one reading serves format and accuracy.
     """
     check_compat(compat)
     if not isinstance(text, str):

@@ -1,6 +1,5 @@
 """Data curation as composable filters (GUI-R1's point: a few thousand well-chosen steps beat
-millions). Each filter takes samples and returns the kept ones plus a `FilterReport` saying how
-many it kept and why it dropped the rest; `curate` chains them and keeps every report.
+millions). Each filter returns the kept samples and a `FilterReport` of why it dropped the rest.
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ from .data import Dataset, Sample, to_train_rows, with_extras
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from .rewards import completion_text, gui_r1_score
 
-#: A policy for difficulty scoring: given TRL train rows (prompt, image in the model frame, ...)
-#: and k, return k completions per row. Any callable fits: the tiny model, Qwen2.5-VL, a stub.
+#: A policy for difficulty scoring: k completions per TRL train row (the tiny model, Qwen2.5-VL, a stub).
 SamplingPolicy = Callable[[list[dict], int], list[list[str]]]
 
 
@@ -42,7 +40,7 @@ Filter = Callable[[list[Sample]], tuple[list[Sample], FilterReport]]
 
 
 def validity(dataset: Dataset) -> tuple[list[Sample], FilterReport]:
-    """The loader's validation as a curation step: rows it skipped, counted by the column at fault."""
+    """The loader's validation as a curation step: rows skipped, by the column at fault."""
     rep = dataset.report
     dropped = Counter({f"invalid {k}": v for k, v in rep.by_column().items()})
     return list(dataset.samples), FilterReport("validity", rep.rows_read, rep.rows_kept, dropped)
@@ -53,8 +51,8 @@ def _dedup_key(s: Sample) -> tuple[str, str]:
 
 
 def deduplicate(samples: Sequence[Sample]) -> tuple[list[Sample], FilterReport]:
-    """Keep the first of rows with the same image content and the same instruction (case and
-    spacing folded). A different history or action on the same pair is still a duplicate prompt."""
+    """Keep the first of rows with the same image content and instruction (case and spacing folded):
+    a different history or action on the same pair is still a duplicate prompt."""
     seen: set[tuple[str, str]] = set()
     kept, dropped = [], Counter()
     for s in samples:
@@ -68,14 +66,14 @@ def deduplicate(samples: Sequence[Sample]) -> tuple[list[Sample], FilterReport]:
 
 
 def balance_key(s: Sample, by: Sequence[str] = ("platform", "gt_action")) -> tuple[str, ...]:
-    """The group `balance` counts `s` in: its `by` fields ("unknown" where one is empty)."""
+    """The group `balance` counts `s` in ("unknown" for an empty field)."""
     return tuple(str(getattr(s, f) or "unknown") for f in by)
 
 
 def balance(samples: Sequence[Sample], per_group: int | dict[tuple[str, ...], int],
             by: Sequence[str] = ("platform", "gt_action"), seed: int = 0) -> tuple[list[Sample], FilterReport]:
-    """At most `per_group` rows (an int for every group, or a target per group key) for each
-    combination of `by` fields, chosen at random with `seed`; the original order is kept."""
+    """At most `per_group` rows (an int, or a target per group key) per combination of `by` fields,
+    chosen at random with `seed`, in their original order."""
     groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
     for i, s in enumerate(samples):
         groups[balance_key(s, by)].append(i)
@@ -97,8 +95,8 @@ def balance(samples: Sequence[Sample], per_group: int | dict[tuple[str, ...], in
 
 def model_sampler(policy, temperature: float = 1.0, max_new_tokens: int = 64, seed: int = 0,
                   top_p: float = 1.0) -> SamplingPolicy:
-    """A `SamplingPolicy` from a loaded model policy (`modeling.load_policy`): k answers per row
-    drawn at `temperature`, as GRPO draws its groups. Seeded once, so a run is reproducible."""
+    """A `SamplingPolicy` from `modeling.load_policy`'s policy: k answers per row at `temperature`, as GRPO
+    draws its groups; seeded once, so a run is reproducible."""
     import torch
 
     from .evaluate import ModelCompleter
@@ -120,8 +118,7 @@ def model_sampler(policy, temperature: float = 1.0, max_new_tokens: int = 64, se
 def success_rates(samples: Sequence[Sample], policy: SamplingPolicy, k: int = 5, compat: Compat = "official",
                   min_pixels: int = GUI_R1_MIN_PIXELS, max_pixels: int = GUI_R1_MAX_PIXELS,
                   batch_size: int = 8) -> list[float]:
-    """Share of `k` sampled answers per row that the GUI-R1 accuracy reward counts right, scored in
-    the model's pixel frame (where the policy answers)."""
+    """Per row, the share of `k` sampled answers the GUI-R1 accuracy reward counts right (in the model's frame)."""
     rates: list[float] = []
     for start in range(0, len(samples), batch_size):
         rows = to_train_rows(samples[start:start + batch_size], min_pixels, max_pixels)
@@ -141,9 +138,9 @@ def difficulty(samples: Sequence[Sample], policy: SamplingPolicy, k: int = 5,
                band: tuple[float, float] = (0.1, 0.9), compat: Compat = "official",
                min_pixels: int = GUI_R1_MIN_PIXELS, max_pixels: int = GUI_R1_MAX_PIXELS,
                batch_size: int = 8) -> tuple[list[Sample], FilterReport]:
-    """Score every row with `k` answers from `policy`, write `success_rate` into its extras, and
-    keep rows whose rate lies in `band` (inclusive). Rows the policy always gets right or always
-    gets wrong give GRPO all-equal rewards in their group, hence zero advantage: nothing to learn."""
+    """Keep rows whose success rate over `k` answers from `policy` lies in `band` (inclusive), the rate
+    written into their extras. A row always right or always wrong gives GRPO all-equal rewards in
+    its group, hence zero advantage: nothing to learn."""
     lo, hi = band
     if not 0.0 <= lo <= hi <= 1.0:
         raise ValueError(f"band must satisfy 0 <= lo <= hi <= 1, got {band}")

@@ -1,9 +1,6 @@
-"""GUI-R1 data as published: load parquet files (training or benchmark schema) from a file, a
-folder or the hub, every row validated (`validation.py`: errors that name file/row/column), and
-write them back. The rows become what training and evaluation need in `samples.py`; this module
-re-exports both, so `gui_r1_lite.data` stays the one import for data.
-
-Inside the package every `Sample.gt_bbox` is in pixels of the stored image, whatever the schema.
+"""GUI-R1 data as published: load parquet files (training or benchmark schema) from a file, a folder
+or the hub, every row validated (`validation`), and write them back. Re-exports `samples` and
+`validation`, so `gui_r1_lite.data` stays the one import for data.
 """
 
 from __future__ import annotations
@@ -44,8 +41,7 @@ HUB_DATASET = "ritzzai/GUI-R1"
 
 
 class DataError(UsageError):
-    """A source, file or row that does not meet the GUI-R1 schema; the message names file, row and
-    column (a usage error: the input must change)."""
+    """A source, file or row that does not meet the GUI-R1 schema (a usage error: the input must change)."""
 
 
 @dataclass
@@ -65,12 +61,9 @@ class Dataset:
         return self.samples[i]
 
 
-# --- the hub -------------------------------------------------------------------------------------
-
 def _hub_file(repo_id: str, split: str, local: Path) -> Path:
-    """Download (or find in the cache) one split of a hub dataset; fail fast when offline. `local`
-    is where the same name was looked for on disk: a mistyped relative path has a hub id's shape,
-    so the error says first that the path does not exist."""
+    """One split of a hub dataset, downloaded or cached; fails fast offline. `local` is where the name was
+    looked for on disk: a mistyped relative path looks like a hub id, so the error says that first."""
     from huggingface_hub import hf_hub_download
 
     try:
@@ -84,9 +77,6 @@ def _hub_file(repo_id: str, split: str, local: Path) -> Path:
             f"(hub unreachable or file missing: {type(exc).__name__}). Fix the path, or download the dataset "
             f"where the hub is reachable (`huggingface-cli download {repo_id} {split}.parquet --repo-type dataset "
             "--local-dir DIR`) and pass the local file or folder instead") from None
-
-
-# --- sources ------------------------------------------------------------------------------------
 
 
 def resolve_files(source: str | os.PathLike, split: str | None = None) -> list[Path]:
@@ -107,8 +97,6 @@ def resolve_files(source: str | os.PathLike, split: str | None = None) -> list[P
     raise DataError(f"{source}: no such file or folder ({os.path.abspath(path)} does not exist; relative paths start "
                     f"from {Path.cwd()}), and not a hub dataset id like {HUB_DATASET!r} either")
 
-
-# --- loading --------------------------------------------------------------------------------------
 
 def _refuse(report: ValidationReport, error: RowError, strict: bool) -> None:
     if strict:
@@ -149,14 +137,12 @@ def _load_file(file: Path, report: ValidationReport, *, strict: bool, schema: st
 
 def load_gui_r1(source: str | os.PathLike, split: str | None = None, *, strict: bool = False,
                 schema: str | None = None, space: str | None = None, limit: int | None = None) -> Dataset:
-    """Load GUI-R1 parquet rows into validated `Sample`s.
+    """Load GUI-R1 parquet rows into validated `Sample`s (`gt_bbox` in stored-image pixels).
 
-    `schema` is `train` (normalised boxes, `task_type`) or `benchmark` (pixel boxes, `group`, and
-    `ui_type` where ScreenSpot needs it: `UI_TYPE_REQUIRED`); by default each file's name and
-    columns decide (`detect_schema`). `strict=True` raises `DataError` on the
-    first bad row or file; otherwise bad rows, and files that cannot be used at all (unreadable,
-    a required column missing, normalised boxes where pixels belong), are skipped and listed in
-    `Dataset.report` (`report.summary()` groups them by file and column).
+    `schema` is `train` (normalised boxes, `task_type`) or `benchmark` (pixel boxes, `group`,
+    `UI_TYPE_REQUIRED`); by default each file's name and columns decide (`detect_schema`).
+    `strict=True` raises `DataError` on the first bad row or file; otherwise bad rows and unusable
+    files are skipped and listed in `Dataset.report`.
     """
     report = ValidationReport()
     samples: list[Sample] = []
@@ -166,21 +152,17 @@ def load_gui_r1(source: str | os.PathLike, split: str | None = None, *, strict: 
     return Dataset(samples, report)
 
 
-# --- writing --------------------------------------------------------------------------------------
-
 def write_gui_r1(samples: Iterable[Sample], path: str | os.PathLike, schema: str = "train") -> Path:
-    """Write samples as GUI-R1 parquet (`train`: normalised boxes; `benchmark`: pixels), keeping
-    `platform` and extras such as `success_rate`. `load_gui_r1` reads the file back unchanged."""
+    """Write samples as GUI-R1 parquet (`train`: normalised boxes; `benchmark`: pixels), with `platform`
+    and extras such as `success_rate`; `load_gui_r1` reads it back unchanged."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     if schema not in ("train", "benchmark"):
         raise ValueError(f"schema must be 'train' or 'benchmark', got {schema!r}")
-    rows = []
-    extra_keys: set[str] = set()
     samples = list(samples)
-    for s in samples:
-        extra_keys |= set(s.extras)
+    extra_keys = sorted(set().union(*(s.extras for s in samples)))
+    rows = []
     for s in samples:
         box = list(s.gt_bbox)
         if s.has_target and schema == "train":
@@ -192,7 +174,7 @@ def write_gui_r1(samples: Iterable[Sample], path: str | os.PathLike, schema: str
         if schema == "benchmark":
             row["group"] = s.group or s.platform or ""
             row["ui_type"] = s.ui_type or ""
-        for k in sorted(extra_keys):
+        for k in extra_keys:
             row[k] = s.extras.get(k)
         rows.append(row)
     out = Path(path)

@@ -1,6 +1,5 @@
-"""Points, boxes and the three pixel frames of a screenshot: normalised [0, 1], the model's resized
-pixels (as the Qwen2.5-VL processor resizes the image) and the stored image's pixels. Plain
-arithmetic with no notion of actions: data, rewards, metrics and evaluation all measure through it.
+"""Points, boxes and a screenshot's three pixel frames: normalised [0, 1], the model's (as the
+Qwen2.5-VL processor resizes the image) and the stored image's. Plain arithmetic, no actions.
 """
 
 from __future__ import annotations
@@ -27,32 +26,25 @@ def as_float(v: object) -> float:
 
 
 def is_finite_number(v: object) -> bool:
-    """An int or float (not a bool) that is neither NaN nor infinite as a float (an integer beyond
-    float range is not: it is no pixel coordinate)."""
+    """An int or float (not a bool), finite as a float (an integer beyond float range is no pixel)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(as_float(v))
 
 
-# --- points and boxes ---------------------------------------------------------------------------
-
-
 def is_no_target(box: Sequence[float]) -> bool:
-    """True for the no-target marker [-100, -100]."""
     return len(box) == 2 and tuple(box) == NO_POINT
 
 
 def has_target(box: Sequence[float]) -> bool:
-    """True for a target: a 4-value box (x1, y1, x2, y2) or a 2-value point other than [-100, -100]."""
+    """A 4-value box (x1, y1, x2, y2) or a 2-value point other than [-100, -100]."""
     return len(box) in (2, 4) and not is_no_target(box)
 
 
 def box_center(box: Sequence[float]) -> tuple[float, float]:
-    """Centre of a 4-value box (x1, y1, x2, y2)."""
     return (as_float(box[0]) + as_float(box[2])) / 2, (as_float(box[1]) + as_float(box[3])) / 2
 
 
 def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
-    """The point a target stands for: the centre of a 4-value box, a 2-value point itself, or None
-    when there is no target."""
+    """The centre of a 4-value box, a 2-value point itself, or None when there is no target."""
     box = [as_float(v) for v in gt_bbox]
     if len(box) == 4:
         return box_center(box)
@@ -62,8 +54,8 @@ def target_point(gt_bbox: Sequence[float]) -> tuple[float, float] | None:
 
 
 def point_in_box(point: Sequence[float], box: Sequence[float], *, inclusive: bool) -> bool:
-    """Whether `point` lies in the 4-value `box`: edges count when `inclusive`, else strictly
-    inside (the original's ScreenSpot metric and click reward use strict)."""
+    """Whether `point` lies in the 4-value `box`; edges count only when `inclusive` (the original's
+    ScreenSpot metric and click reward are strict)."""
     x, y = as_float(point[0]), as_float(point[1])
     x1, y1, x2, y2 = (as_float(v) for v in box)
     if inclusive:
@@ -72,9 +64,8 @@ def point_in_box(point: Sequence[float], box: Sequence[float], *, inclusive: boo
 
 
 def within_distance(point: Sequence[float], target: Sequence[float], radius: float) -> bool:
-    """Squared pixel distance from `point` to `target` strictly below `radius`² (the original's
-    test for a 2-value ground-truth point). An offset of `radius` or more on one axis (or NaN)
-    answers False before squaring, as the squared test would, so a far point cannot overflow."""
+    """Squared pixel distance below `radius`² (the original's test for a 2-value point). An offset of
+    `radius` or more on one axis (or NaN) answers False before squaring, so a far point cannot overflow."""
     dx = as_float(point[0]) - as_float(target[0])
     dy = as_float(point[1]) - as_float(target[1])
     if not (abs(dx) < radius and abs(dy) < radius):
@@ -84,21 +75,16 @@ def within_distance(point: Sequence[float], target: Sequence[float], radius: flo
 
 def within_normalised_distance(point: Sequence[float], target: Sequence[float], image_size: Sequence[float],
                                radius: float) -> bool:
-    """((tx-px)/W)² + ((ty-py)/H)² < radius² (strict): the distance measured in image widths and
-    heights, as the original's GR metric does."""
+    """((tx-px)/W)² + ((ty-py)/H)² < radius²: the original GR metric's distance in image widths and heights."""
     w, h = float(image_size[0]), float(image_size[1])
     dx = (as_float(target[0]) - as_float(point[0])) / w
     dy = (as_float(target[1]) - as_float(point[1])) / h
     return dx * dx + dy * dy < radius * radius  # float products saturate to inf; `**` would raise
 
 
-# --- pixel frames -----------------------------------------------------------------------------
-
-
 def model_image_size(width: int, height: int, min_pixels: int = GUI_R1_MIN_PIXELS,
                      max_pixels: int = GUI_R1_MAX_PIXELS, factor: int = QWEN_FACTOR) -> tuple[int, int]:
-    """(width, height) of an image as the Qwen2.5-VL processor resizes it (transformers' own
-    `smart_resize`: multiples of 28, aspect kept, pixel count within [min, max])."""
+    """(width, height) as the Qwen2.5-VL processor resizes an image (transformers' `smart_resize`)."""
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
     h, w = smart_resize(int(height), int(width), factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
@@ -118,20 +104,19 @@ def _scale(coords: Sequence[float], sx: float, sy: float) -> list[float]:
 
 
 def normalized_to_pixels(coords: Sequence[float], size: Sequence[float]) -> list[float]:
-    """[0, 1] coordinates (point or box) -> pixels of an image of `size` = (width, height)."""
+    """[0, 1] coordinates (point or box) -> pixels of an image of `size` (width, height)."""
     w, h = _check_size(size, "size")
     return _scale(coords, w, h)
 
 
 def pixels_to_normalized(coords: Sequence[float], size: Sequence[float]) -> list[float]:
-    """Pixels of an image of `size` = (width, height) -> [0, 1] coordinates."""
+    """Pixels of an image of `size` (width, height) -> [0, 1] coordinates."""
     w, h = _check_size(size, "size")
     return _scale(coords, 1.0 / w, 1.0 / h)
 
 
 def rescale_pixels(coords: Sequence[float], from_size: Sequence[float], to_size: Sequence[float]) -> list[float]:
-    """Pixels of one frame -> pixels of another (model-resized <-> original), as the original
-    evaluation maps predictions back: multiply by to/from per axis."""
+    """Pixels of one frame -> another's (model <-> stored image), as the original evaluation maps predictions back."""
     fw, fh = _check_size(from_size, "from_size")
     tw, th = _check_size(to_size, "to_size")
     return _scale(coords, tw / fw, th / fh)

@@ -1,13 +1,9 @@
-"""Benchmark metrics over prediction records (one dict per evaluated step, as
-`evaluate.predict` writes them): ScreenSpot-style grounding accuracy, the original's action
-metrics (Type / GR / SR) and our strict step success. Pure functions; no model, no files.
+"""Benchmark metrics over prediction records (one dict per step, as `evaluate.predict` writes
+them): ScreenSpot-style grounding, the original's Type / GR / SR (spec §5) and our strict step success.
 
-Record fields: `group`, `ui_type`, `gt_action`, `gt_bbox` (stored-image pixels: 4 values
-x1, y1, x2, y2, 2 values x, y, or [-100, -100] for no target), `image_size` [W, H],
-`gt_input_text`, `pred_action`, `pred_coord` ([x, y] in stored-image pixels, or None),
-`pred_input_text`, `parse_error`, `compat` (how it was read; it also picks GR's target, see
-`gr_target`). A prediction that could not be read at all has `pred_action` / `pred_coord` /
-`pred_input_text` None and misses every test it enters.
+Records hold `group`, `ui_type`, `gt_action`, `gt_bbox` (stored-image pixels, [-100, -100] for no
+target), `image_size` [W, H], `gt_input_text`, `pred_action`, `pred_coord`, `pred_input_text`,
+`parse_error` and `compat`. An unreadable prediction has its `pred_*` None and misses every test.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from .rewards import text_f1
 
 #: Grounding (GR) tolerance of the original action benchmarks: a normalised distance.
 GR_RADIUS = 0.14
-#: Text hit threshold on the original's text F1.
 TEXT_F1_THRESHOLD = 0.5
 
 Record = Mapping[str, Any]
@@ -43,11 +38,9 @@ def _mean(values: Iterable[float]) -> float:
     return sum(values) / len(values)
 
 
-#: The paper's headline figures for GUI-R1-3B (fractions) on all eight benchmarks, per file stem;
-#: for comparison tables only. Grounding is the mean of the columns above (ScreenSpot 0.801,
-#: ScreenSpot-Pro 0.252), not a figure pooled over rows; Type / GR / SR are the paper's low-level
-#: (GUIAct-Web, OmniAct-Web, OmniAct-Desktop, AndroidControl-Low) and high-level
-#: (AndroidControl-High, GUI-Odyssey) tables. Same source.
+#: The paper's headline figures for GUI-R1-3B (fractions) per file stem, for comparison tables only.
+#: Grounding is the mean of the columns above (ScreenSpot 0.801, ScreenSpot-Pro 0.252), not pooled
+#: over rows; Type / GR / SR come from its low- and high-level tables. Same source.
 PAPER_GUI_R1_3B: dict[str, dict[str, float]] = {
     "screenspot_test": {"grounding": _mean(PAPER_GUI_R1_3B_COLUMNS["screenspot_test"].values())},
     "screenspot_pro_test": {"grounding": _mean(PAPER_GUI_R1_3B_COLUMNS["screenspot_pro_test"].values())},
@@ -65,9 +58,6 @@ GR_RULES: dict[str, str] = {
     "official": "gt_bbox[0:2], the original's rule (a 4-value box's top-left corner)",
     "strict": "the target's centre (a 4-value box's centre, a 2-value point itself)",
 }
-
-
-# --- per-record tests ------------------------------------------------------------------------------
 
 
 def _box(record: Record) -> list[float]:
@@ -93,9 +83,8 @@ def grounding_hit(record: Record) -> bool | None:
 
 
 def gr_target(record: Record) -> tuple[float, float] | None:
-    """The point GR measures from (`GR_RULES`), None without a target. With the record's `compat`
-    "official" (the default) the original's rule: the first two values of `gt_bbox`, which for a
-    4-value box are its top-left corner; with "strict" the target's centre (`geometry.target_point`),
+    """The point GR measures from (`GR_RULES`), None without a target: by default ("official") the
+    original's `gt_bbox[0:2]`, a 4-value box's top-left corner; with "strict" the target's centre,
     so that a point anywhere in a small box passes, as it would against a stored point.
 
     >>> gr_target({"gt_bbox": [100, 40, 300, 60]}), gr_target({"gt_bbox": [100, 40, 300, 60], "compat": "strict"})
@@ -111,7 +100,7 @@ def gr_target(record: Record) -> tuple[float, float] | None:
 
 def gr_hit(record: Record) -> bool | None:
     """The original's GR test (point within 0.14 normalised of `gr_target`; action not checked).
-    None when the ground-truth action is not a point action or has no target."""
+    None unless the ground truth is a point action with a target."""
     if record.get("gt_action") not in POINT_ACTIONS:
         return None
     target = gr_target(record)
@@ -130,7 +119,6 @@ def text_hit(record: Record) -> bool | None:
 
 
 def type_hit(record: Record) -> bool:
-    """The predicted action equals the ground-truth one exactly."""
     pred = record.get("pred_action")
     return pred is not None and pred == record.get("gt_action")
 
@@ -170,16 +158,12 @@ def record_outcome(record: Record) -> dict[str, bool | None]:
     return out
 
 
-# --- aggregates -------------------------------------------------------------------------------------
-
-
 def _rate(hits: int, n: int) -> float | None:
     return hits / n if n else None
 
 
 def grounding_group(record: Record) -> str:
-    """The column of the grounding table a record counts in: `group-ui_type` (ScreenSpot's
-    column names), or the group alone without a ui_type."""
+    """The grounding table's column of a record: `group-ui_type` (as ScreenSpot names them), or the group."""
     group = record.get("group") or "all"
     ui_type = record.get("ui_type")
     return f"{group}-{ui_type}" if ui_type else str(group)
@@ -187,8 +171,7 @@ def grounding_group(record: Record) -> str:
 
 def grounding_metrics(records: Iterable[Record]) -> dict | None:
     """ScreenSpot-style grounding accuracy per `group-ui_type` and pooled (`overall`) over click
-    records with 4-value boxes: `{"overall": x, "n": n, "groups": {...}, "counts": {...}}`, or
-    None when there is no such record."""
+    records with 4-value boxes; None without such records."""
     hits: dict[str, int] = defaultdict(int)
     totals: dict[str, int] = defaultdict(int)
     for r in records:
@@ -216,17 +199,12 @@ _KINDS = frozenset(kind for kind, _, _ in _ACTION_TESTS)
 
 
 def action_metrics(records: Iterable[Record]) -> dict | None:
-    """The original's action-benchmark metrics plus our strict step success.
+    """The original's action-benchmark metrics (spec §5) plus our strict step success.
 
-    - `type`: exact action hits / all records;
-    - `grounding` (GR): hits / records whose ground truth is a point action (click, long_press,
-      moveto, doubleclick, rightclick), point within 0.14 normalised of `gr_target`; `gr_rule`
-      says which target that was (`GR_RULES`, by the records' compat);
-    - `step_success` (SR): (GR hits + Text hits) / (GR records + Text records), where Text is
-      F1 ≥ 0.5 on open_app / type / scroll / select; other actions are left out of SR;
-    - `categories`: rates per `<group>-<gt_action>` (type), `<group>-<gt_action>-grounding`,
-      `<group>-<gt_action>-text`; `counts`: their hits and totals;
-    - `strict_step_success`: `strict_step_hit` over every record.
+    - `type`: exact action hits / all records; `grounding` (GR): hits / point-action records;
+    - `step_success` (SR): (GR hits + Text hits) / (GR records + Text records): other actions are left out;
+    - `categories`: rates per `<group>-<gt_action>` (type), `...-grounding` and `...-text`; `counts`:
+      their hits and totals; `gr_rule`: which GR target was used (`GR_RULES`, by the records' compat).
 
     Rates are None where their denominator is 0; the whole result is None without records.
     """
@@ -296,14 +274,12 @@ def summarize(records: Iterable[Record], benchmark: str = "") -> dict:
 
 
 def percent(x: float | None) -> str:
-    """A fraction as a percentage with one decimal, "–" for None."""
     return "–" if x is None else f"{100 * x:.1f}"
 
 
 def paper_grounding(grounding: Mapping[str, Any] | None, stem: str) -> tuple[float | None, list[str]]:
-    """This run's grounding as the paper's table aggregates it: the mean of the accuracies of the
-    paper's columns (`PAPER_GUI_R1_3B_COLUMNS`, names compared case-insensitively) that the run
-    has, and those columns; (None, []) when it has none of them."""
+    """This run's grounding as the paper aggregates it: the mean accuracy over the paper's columns
+    (`PAPER_GUI_R1_3B_COLUMNS`, case-insensitive) that the run has, and those columns; else (None, [])."""
     if not grounding:
         return None, []
     groups = {k.lower(): v for k, v in grounding.get("groups", {}).items()}

@@ -1,6 +1,5 @@
-"""GUI-R1's prompt, built from one template for every task type and benchmark, as chat messages
-with the screenshot first (the form TRL and the Qwen2.5-VL chat template take).
-"""
+"""GUI-R1's prompt (spec §2), one template for every task type and benchmark, as chat messages with
+the screenshot first (the form TRL and the Qwen2.5-VL chat template take)."""
 
 from __future__ import annotations
 
@@ -48,8 +47,8 @@ def _examples(space: tuple[str, ...]) -> str:
 
 def prompt_text(instruction: str, history: str | None = None, task_type: str = "high",
                 space: str | None = None) -> str:
-    """The GUI-R1 prompt for one step. `task_type` is `high` (a step of a multi-step task) or
-    `low` (single grounding step); `space` names another action space (a benchmark's)."""
+    """The GUI-R1 prompt for one step of a `high` (multi-step) or `low` (grounding) task; `space` names
+    another action space (a benchmark's)."""
     if task_type not in ("high", "low"):
         raise ValueError(f"task_type must be 'high' or 'low', got {task_type!r}")
     actions = action_space(space or task_type)
@@ -67,7 +66,7 @@ def prompt_text(instruction: str, history: str | None = None, task_type: str = "
 
 def build_messages(instruction: str, history: str | None = None, task_type: str = "high",
                    space: str | None = None) -> list[dict]:
-    """The prompt as one user turn: `[{"role": "user", "content": [{"type": "image"}, {"type": "text", ...}]}]`."""
+    """The prompt as one user turn: the image, then the text."""
     return [{
         "role": "user",
         "content": [{"type": "image"}, {"type": "text", "text": prompt_text(instruction, history, task_type, space)}],

@@ -1,8 +1,7 @@
 """GUI-R1's rule-based rewards as pure functions, and their TRL-facing wrappers.
 
-`gui_r1_score` gives format / accuracy / overall for one completion (`compat="official"`
-reproduces the original exactly; `"strict"` is the corrected variant). `REWARDS` maps stable
-names to functions with TRL's contract `fn(completions, **dataset_columns) -> list[float|None]`.
+`compat="official"` reproduces the original exactly (spec §3); `"strict"` is the corrected variant
+(spec §4). `REWARDS` maps stable names to TRL reward functions `fn(completions, **columns) -> list`.
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ RewardFn = Callable[..., list]
 
 
 def text_f1(pred: str, gt: str) -> float:
-    """The original's text F1: drop `[`/`]`, lower-case, whitespace tokens as sets; one token each
-    and one a substring of the other gives 1."""
+    """The original's text F1 (spec §3, "Text F1"): `[`/`]` dropped, lower-cased, whitespace
+    tokens as sets; one token each and one a substring of the other gives 1."""
     p = set(str(pred).replace("[", "").replace("]", "").lower().split())
     g = set(str(gt).replace("[", "").replace("]", "").lower().split())
     if len(p) == 1 and len(g) == 1:
@@ -49,7 +48,7 @@ def text_f1(pred: str, gt: str) -> float:
 
 
 def _point_hits(point: Sequence[float], gt_bbox: Sequence[float], inclusive: bool) -> bool:
-    """The reward's point test: inside a 4-value box, or within `POINT_RADIUS_PX` of a 2-value point."""
+    """Inside a 4-value box, or within `POINT_RADIUS_PX` of a 2-value point."""
     if len(gt_bbox) == 4:
         return point_in_box(point, gt_bbox, inclusive=inclusive)
     if len(gt_bbox) == 2:
@@ -58,7 +57,7 @@ def _point_hits(point: Sequence[float], gt_bbox: Sequence[float], inclusive: boo
 
 
 def _official_accuracy(pred: Action, gt_action: str, gt_bbox: Sequence[float], gt_input_text: str) -> float:
-    """The original's accuracy on its pattern reading `pred` (see `actions.official_prediction`)."""
+    """Spec §3 accuracy on the original's pattern reading `pred` (`actions.official_prediction`)."""
     try:
         gt = gt_action.lower()
         if pred.action.lower() != gt:
@@ -105,68 +104,13 @@ def gui_r1_score(completion: str, gt_action: str, gt_bbox: Sequence[float], gt_i
 # --- dense point rewards (options, never the default) -----------------------------------------
 
 
-def _predicted_point(completion: str, gt_action: str, compat: Compat) -> tuple[float, float] | None:
-    """The predicted point when the completion meets the format, its predicted action is the
-    ground-truth one, and a point was read from it; else None. Without the first and last checks
-    the official reading's (0, 0) default for an unread point would pay garbage near the top-left
-    corner (menus, back buttons)."""
-    parsed = parse_completion(completion, compat)
-    pred = parsed.prediction
-    if not parsed.format_ok or not parsed.point_read or pred is None:
-        return None
-    if pred.action.lower() != str(gt_action).strip().lower():
-        return None
-    return as_float(pred.point[0]), as_float(pred.point[1])  # 10**400 is inf, not an OverflowError
-
-
 def _finite_box(gt_bbox: Any) -> list[float] | None:
-    """`gt_bbox` as 2 or 4 finite floats, or None for anything else (a bad ground truth scores 0)."""
+    """`gt_bbox` as 2 or 4 finite floats, or None (a bad ground truth scores 0)."""
     try:
         box = [as_float(v) for v in gt_bbox]
     except (TypeError, ValueError):
         return None
     return box if len(box) in (2, 4) and all(math.isfinite(v) for v in box) else None
-
-
-def point_distance_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
-                         compat: Compat = "official", radius: float = POINT_RADIUS_PX) -> float | None:
-    """Distance-shaped point reward: 1 inside the box (or on the point), falling linearly to 0 at
-    `radius` pixels from it; 0 when the format fails or no point was read. None when the ground
-    truth has no target point."""
-    if str(gt_action).strip().lower() not in POINT_ACTIONS:
-        return None
-    p = _predicted_point(completion, gt_action, compat)
-    box = _finite_box(gt_bbox)
-    if p is None or box is None:
-        return 0.0
-    if len(box) == 4:
-        dx = max(box[0] - p[0], 0.0, p[0] - box[2])
-        dy = max(box[1] - p[1], 0.0, p[1] - box[3])
-    else:
-        dx, dy = p[0] - box[0], p[1] - box[1]
-    return _unit(1.0 - math.hypot(dx, dy) / radius)
-
-
-def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
-                         compat: Compat = "official", sigma_scale: float = 0.5,
-                         point_sigma: float = POINT_RADIUS_PX / 2) -> float | None:
-    """Gaussian point reward (as in GUI-G²): exp(-½((x-cx)²/σx² + (y-cy)²/σy²)) around the box
-    centre with σ = `sigma_scale` × box width/height (`point_sigma` pixels for a 2-value target);
-    0 when the format fails or no point was read. None when the ground truth has no target point."""
-    if str(gt_action).strip().lower() not in POINT_ACTIONS:
-        return None
-    p = _predicted_point(completion, gt_action, compat)
-    box = _finite_box(gt_bbox)
-    if p is None or box is None:
-        return 0.0
-    if len(box) == 4:
-        cx, cy = box_center(box)
-        sx = max(abs(box[2] - box[0]) * sigma_scale, 1e-6)
-        sy = max(abs(box[3] - box[1]) * sigma_scale, 1e-6)
-    else:
-        cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
-    zx, zy = (p[0] - cx) / sx, (p[1] - cy) / sy
-    return _unit(math.exp(-0.5 * (zx * zx + zy * zy)))  # products saturate to inf where `** 2` raises
 
 
 def _unit(score: float) -> float:
@@ -175,14 +119,67 @@ def _unit(score: float) -> float:
     return min(1.0, max(0.0, score)) if not math.isnan(score) else 0.0
 
 
+def _dense_point_score(completion: str, gt_action: str, gt_bbox: Any, compat: Compat,
+                       shape: Callable[[tuple[float, float], list[float]], float]) -> float | None:
+    """`shape(point, target)` clipped to [0, 1]; None when the ground truth has no target point.
+    0 unless the completion meets the format, predicts the ground-truth action and a point was read:
+    otherwise the official reading's (0, 0) default would pay garbage near the top-left corner."""
+    gt = str(gt_action).strip().lower()
+    if gt not in POINT_ACTIONS:
+        return None
+    parsed = parse_completion(completion, compat)
+    pred = parsed.prediction
+    point = None
+    if parsed.format_ok and parsed.point_read and pred is not None and pred.action.lower() == gt:
+        point = as_float(pred.point[0]), as_float(pred.point[1])  # 10**400 is inf, not an OverflowError
+    box = _finite_box(gt_bbox)
+    if point is None or box is None:
+        return 0.0
+    return _unit(shape(point, box))
+
+
+def point_distance_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
+                         compat: Compat = "official", radius: float = POINT_RADIUS_PX) -> float | None:
+    """Distance-shaped point reward: 1 inside the box (or on the point), falling linearly to 0 at
+    `radius` pixels from it (see `_dense_point_score` for 0 and None)."""
+
+    def shape(p: tuple[float, float], box: list[float]) -> float:
+        if len(box) == 4:
+            dx = max(box[0] - p[0], 0.0, p[0] - box[2])
+            dy = max(box[1] - p[1], 0.0, p[1] - box[3])
+        else:
+            dx, dy = p[0] - box[0], p[1] - box[1]
+        return 1.0 - math.hypot(dx, dy) / radius
+
+    return _dense_point_score(completion, gt_action, gt_bbox, compat, shape)
+
+
+def point_gaussian_score(completion: str, gt_action: str, gt_bbox: Sequence[float],
+                         compat: Compat = "official", sigma_scale: float = 0.5,
+                         point_sigma: float = POINT_RADIUS_PX / 2) -> float | None:
+    """Gaussian point reward (as in GUI-G²): exp(-½((x-cx)²/σx² + (y-cy)²/σy²)) around the box
+    centre with σ = `sigma_scale` × box width/height (`point_sigma` pixels for a 2-value target)."""
+
+    def shape(p: tuple[float, float], box: list[float]) -> float:
+        if len(box) == 4:
+            cx, cy = box_center(box)
+            sx = max(abs(box[2] - box[0]) * sigma_scale, 1e-6)
+            sy = max(abs(box[3] - box[1]) * sigma_scale, 1e-6)
+        else:
+            cx, cy, sx, sy = box[0], box[1], point_sigma, point_sigma
+        zx, zy = (p[0] - cx) / sx, (p[1] - cy) / sy
+        return math.exp(-0.5 * (zx * zx + zy * zy))  # products saturate to inf where `** 2` raises
+
+    return _dense_point_score(completion, gt_action, gt_bbox, compat, shape)
+
+
 # --- TRL-facing ---------------------------------------------------------------------------------
 
 
 def completion_text(completion: Any) -> str:
-    """A TRL completion as text: a plain string, or a chat list whose last message's content is a
-    string or a list of `{"type": "text", "text": ...}` parts. Anything else, such as a part whose
-    text is not a string, reads as "" (what a policy wrote is data: it scores 0, it never stops a
-    training run)."""
+    """A TRL completion as text: a string, or a chat list whose last message's content is a string
+    or a list of `{"type": "text", "text": ...}` parts. Anything else reads as "": what a policy
+    wrote is data, it scores 0 and never stops a training run."""
     if isinstance(completion, str):
         return completion
     if not (isinstance(completion, list) and completion and isinstance(completion[-1], dict)):
@@ -206,7 +203,7 @@ def _columns(n: int, name: str, values: Any) -> list:
 
 
 def _box_list(value: Any) -> list:
-    """A ground-truth box cell as a list; a cell that is not a sequence becomes [] (scores 0)."""
+    """A ground-truth box cell as a list; one that is not a sequence becomes [] (scores 0)."""
     if isinstance(value, (str, bytes)) or value is None:
         return []
     try:
@@ -216,8 +213,7 @@ def _box_list(value: Any) -> list:
 
 
 def make_reward(name: str, compat: Compat = "official", **options: Any) -> RewardFn:
-    """A TRL reward function `fn(completions, gt_action, gt_bbox, gt_input_text, **_)` for one
-    registered reward; its `__name__` is `name`, so TRL logs it as `rewards/<name>/mean`."""
+    """The TRL reward function of one registered reward, named `name` (TRL logs `rewards/<name>/mean`)."""
     check_compat(compat)
     if name not in _SCORERS:
         raise KeyError(f"unknown reward {name!r}; registered: {sorted(_SCORERS)}")
@@ -273,20 +269,15 @@ _SCORERS: dict[str, Callable[..., float | None]] = {
 #: Registered TRL reward functions by name (official compat); `make_reward` builds other variants.
 REWARDS: dict[str, RewardFn] = {name: make_reward(name) for name in _SCORERS}
 
-
 #: Rewards a GRPO run logs beside those it learns from (`build_rewards(..., monitor=True)`), with weight 0.
 MONITORS: tuple[str, ...] = ("format", "accuracy")
 
 
 def build_rewards(weights: dict[str, float], compat: Compat = "official",
                   monitor: bool = False) -> tuple[list[RewardFn], list[float]]:
-    """Reward functions and their weights for TRL (`reward_funcs`, `GRPOConfig.reward_weights`)
-    from a `{name: weight}` mapping as written in a recipe.
-
-    `monitor` appends each of `MONITORS` the mapping does not name, with weight 0: TRL logs every
-    reward function as `rewards/<name>/mean`, and sums `weight x reward` (NaN-aware) into the
-    reward the advantages come from, so a weight-0 column is watched, not learnt from
-    (`watched` keeps TRL's unscorable rows unscorable)."""
+    """TRL's `reward_funcs` and `GRPOConfig.reward_weights` from a recipe's `{name: weight}`.
+    `monitor` adds each of `MONITORS` not named, with weight 0: TRL logs it, but learns nothing from
+    it (`watched` keeps the rows TRL cannot score unscorable)."""
     if not weights:
         raise ValueError("at least one reward is needed, e.g. {'gui_r1': 1.0}")
     learning = [make_reward(name, compat) for name in weights]
@@ -300,10 +291,9 @@ def build_rewards(weights: dict[str, float], compat: Compat = "official",
 
 
 def watched(reward: RewardFn, learning: Sequence[RewardFn]) -> RewardFn:
-    """`reward`, to be logged with weight 0 beside the `learning` rewards: None where every learning
-    reward is None. TRL gives a completion that no reward scores (all None) no advantage, but one
-    that any reward scores (even with weight 0) a reward of 0 and an advantage; so a watched
-    column scores only where the learning rewards do, and training is the same with or without it."""
+    """`reward`, None where every `learning` reward is None. TRL gives a completion no reward scores
+    no advantage, but one that any reward scores (even with weight 0) a reward of 0 and an advantage;
+    so a watched column scores only where the learning rewards do, and training is unchanged."""
 
     def watch(completions: list, **columns: Any) -> list:
         values = reward(completions, **columns)

@@ -1,7 +1,5 @@
 """One validated step (`Sample`) and what training and evaluation make of it: the screenshot resized
 as the processor would, the ground truth in that frame, TRL's conversational rows and evaluation rows.
-
-Every `Sample.gt_bbox` is in pixels of the stored image, whatever the schema it was read from.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ from .prompts import build_messages
 
 @dataclass(frozen=True)
 class Sample:
-    """One validated step. `gt_bbox` is in pixels of the stored image ([-100, -100]: no target)."""
+    """One validated step; `gt_bbox` is in stored-image pixels whatever the schema ([-100, -100]: no target)."""
 
     id: str
     image_bytes: bytes
@@ -47,12 +45,10 @@ class Sample:
         return has_target(self.gt_bbox)
 
 
-# --- conversion for training and evaluation ---------------------------------------------------------
-
 def model_view(sample: Sample, min_pixels: int = GUI_R1_MIN_PIXELS,
                max_pixels: int = GUI_R1_MAX_PIXELS) -> tuple[Image.Image, tuple[int, int]]:
-    """The screenshot resized exactly as the Qwen2.5-VL processor would (so the processor resizes
-    no further and the model's pixel frame is the image's), and that size."""
+    """The screenshot resized exactly as the Qwen2.5-VL processor would (so it resizes no further and the
+    model's pixel frame is the image's), and that size."""
     size = model_image_size(*sample.image_size, min_pixels=min_pixels, max_pixels=max_pixels)
     image = sample.image()
     if image.size != size:
@@ -61,7 +57,7 @@ def model_view(sample: Sample, min_pixels: int = GUI_R1_MIN_PIXELS,
 
 
 def to_model_frame(sample: Sample, model_size: tuple[int, int]) -> list[float]:
-    """Ground-truth box/point of `sample` in the model's resized pixel frame."""
+    """The ground-truth box or point in the model's pixel frame."""
     if not sample.has_target:
         return list(NO_POINT)
     return rescale_pixels(sample.gt_bbox, sample.image_size, model_size)
@@ -69,8 +65,8 @@ def to_model_frame(sample: Sample, model_size: tuple[int, int]) -> list[float]:
 
 def to_train_rows(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIXELS,
                   max_pixels: int = GUI_R1_MAX_PIXELS) -> list[dict]:
-    """TRL rows: conversational `prompt` with the image placeholder, `image` (PIL, model frame)
-    and the columns rewards read (`gt_action`, `gt_bbox` in model pixels, `gt_input_text`)."""
+    """TRL rows: conversational `prompt`, `image` (PIL, model frame) and the columns rewards read
+    (`gt_bbox` in model pixels)."""
     rows = []
     for s in samples:
         image, size = model_view(s, min_pixels, max_pixels)
@@ -89,7 +85,7 @@ def to_train_rows(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIXELS
 
 def to_train_dataset(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIXELS,
                      max_pixels: int = GUI_R1_MAX_PIXELS):
-    """`to_train_rows` as a `datasets.Dataset` (what `GRPOTrainer` / `SFTTrainer` take)."""
+    """`to_train_rows` as the `datasets.Dataset` that `GRPOTrainer` / `SFTTrainer` take."""
     import datasets
 
     return datasets.Dataset.from_list(to_train_rows(samples, min_pixels, max_pixels))
@@ -97,8 +93,8 @@ def to_train_dataset(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIX
 
 @dataclass(frozen=True)
 class EvalRow:
-    """One evaluation step: the prompt, the model-frame image and size, and the ground truth in
-    the stored image's pixels (predictions are mapped back with `actions.rescale_pixels`)."""
+    """One evaluation step: the prompt and the model frame's size; the ground truth stays in stored-image
+    pixels (predictions are mapped back with `geometry.rescale_pixels`)."""
 
     sample: Sample
     messages: list
@@ -111,7 +107,6 @@ class EvalRow:
 
 def to_eval_rows(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIXELS,
                  max_pixels: int = GUI_R1_MAX_PIXELS) -> list[EvalRow]:
-    """One `EvalRow` per sample: its prompt and the size the processor resizes its image to."""
     out = []
     for s in samples:
         size = model_image_size(*s.image_size, min_pixels=min_pixels, max_pixels=max_pixels)
@@ -120,5 +115,5 @@ def to_eval_rows(samples: Iterable[Sample], min_pixels: int = GUI_R1_MIN_PIXELS,
 
 
 def with_extras(sample: Sample, **extras: Any) -> Sample:
-    """A copy of `sample` with more extras (e.g. `success_rate` from difficulty curation)."""
+    """A copy of `sample` with more extras (e.g. `success_rate`)."""
     return replace(sample, extras={**sample.extras, **extras})

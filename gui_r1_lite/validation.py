@@ -1,7 +1,6 @@
-"""The GUI-R1 schema, checked: the columns of training and benchmark files, every row validated
-into a `Sample` or a `RowError` that names file, row and column, and the `ValidationReport` that
-counts what loading read, kept and skipped (nothing is dropped without a line there).
-"""
+"""The GUI-R1 schema, checked: every row of a training or benchmark file becomes a `Sample` or a
+`RowError` naming file, row and column, counted in the `ValidationReport` of what loading read,
+kept and skipped."""
 
 from __future__ import annotations
 
@@ -22,8 +21,8 @@ from .samples import Sample
 
 TRAIN_COLUMNS = ("image", "instruction", "history", "task_type", "gt_action", "gt_bbox", "gt_input_text", "id")
 BENCHMARK_COLUMNS = ("image", "instruction", "history", "gt_action", "gt_bbox", "gt_input_text", "group", "ui_type")
-#: Benchmark files that need `ui_type`: ScreenSpot's table is per `group-ui_type`. The action
-#: benchmarks are scored per action, and some are published without the column.
+#: Benchmark files that need `ui_type` (ScreenSpot's table is per `group-ui_type`); some action
+#: benchmarks are published without it.
 UI_TYPE_REQUIRED = ("screenspot_test", "screenspot_pro_test")
 #: Extra columns some releases carry; read into `Sample.extras`, never required.
 KNOWN_EXTRAS = ("verify_bbox", "success_rate", "scale", "platform", "task_type", "id")
@@ -31,8 +30,7 @@ KNOWN_EXTRAS = ("verify_bbox", "success_rate", "scale", "platform", "task_type",
 
 @dataclass(frozen=True)
 class RowError:
-    """One problem found while loading: a row (`row` set) or the whole file (`row` None, e.g. an
-    unreadable file or a missing column); `rows` is how many rows it cost."""
+    """A problem with a row, or with the whole file (`row` None); `rows` is how many rows it cost."""
 
     file: str
     row: int | None
@@ -51,7 +49,7 @@ class RowError:
 
 @dataclass
 class ValidationReport:
-    """What loading read, kept and skipped (and why), per file. Nothing is dropped without a line here."""
+    """What loading read, kept and skipped (and why), per file: nothing is dropped without a line here."""
 
     rows_read: int = 0
     rows_kept: int = 0
@@ -83,8 +81,8 @@ class ValidationReport:
         return out
 
     def summary(self, limit: int = 5) -> str:
-        """The report for a person: totals, then each file with its whole-file errors and, per
-        column at fault, the number of rows, up to `limit` example rows and the first message."""
+        """The report for a person: totals, then per file its whole-file errors and, per column at
+        fault, the rows skipped, up to `limit` of them by number, and the first message."""
         lines = [f"{len(self.files)} file(s): read {self.rows_read} rows, kept {self.rows_kept}, "
                  f"skipped {self.rows_skipped}"]
         for f in self.files:
@@ -98,7 +96,7 @@ class ValidationReport:
         return [f for f in self.files if not self.kept_by_file.get(f)]
 
     def skipped(self) -> dict:
-        """What was left out, as `metrics.json` counts it: rows skipped, by column at fault and by file."""
+        """Rows skipped, by column at fault and by file, as `metrics.json` counts them."""
         return {"rows": self.rows_skipped, "by_column": self.by_column(),
                 "by_file": {f: d["rows_skipped"] for f, d in self.by_file().items() if d["rows_skipped"]}}
 
@@ -108,7 +106,6 @@ class ValidationReport:
                 "errors": [str(e) for e in self.errors], "by_file": self.by_file()}
 
     def add(self, other: ValidationReport) -> None:
-        """Count `other` (the report of another load) into this one."""
         self.rows_read += other.rows_read
         self.rows_kept += other.rows_kept
         self.errors += other.errors
@@ -147,8 +144,6 @@ def _error_lines(errors: list[RowError], limit: int) -> list[str]:
     return lines
 
 
-# --- rows ---------------------------------------------------------------------------------------
-
 def _as_list(value: Any) -> list | None:
     if value is None or isinstance(value, (str, bytes)):
         return None
@@ -156,14 +151,6 @@ def _as_list(value: Any) -> list | None:
         return [float(v) for v in list(value)]
     except (TypeError, ValueError):
         return None
-
-
-def _image_bytes(value: Any) -> bytes | None:
-    if isinstance(value, dict):
-        value = value.get("bytes")
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    return None
 
 
 def _check_box(box: list[float], size: tuple[int, int], normalised: bool) -> str | None:
@@ -187,13 +174,11 @@ def _check_box(box: list[float], size: tuple[int, int], normalised: bool) -> str
 def _space_for(file: Path, task_type: str, space: str | None) -> str:
     if space is not None:
         return space
-    if file.stem in BENCHMARK_SPACES:
-        return BENCHMARK_SPACES[file.stem]
-    return "low" if task_type == "low" else "high"
+    return BENCHMARK_SPACES.get(file.stem, "low" if task_type == "low" else "high")
 
 
 class _BadCell(Exception):
-    """One cell of a row fails validation; `validate_row` turns it into a `RowError`."""
+    """A cell that fails validation; `validate_row` makes it a `RowError`."""
 
     def __init__(self, column: str, message: str) -> None:
         super().__init__(message)
@@ -201,9 +186,10 @@ class _BadCell(Exception):
 
 
 def _decoded_image(value: Any) -> tuple[bytes, tuple[int, int]]:
-    data = _image_bytes(value)
-    if data is None:
+    data = value.get("bytes") if isinstance(value, dict) else value
+    if not isinstance(data, (bytes, bytearray, memoryview)):
         raise _BadCell("image", "expected {'bytes': PNG/JPEG bytes, 'path': ...} or bytes")
+    data = bytes(data)
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()
@@ -213,7 +199,7 @@ def _decoded_image(value: Any) -> tuple[bytes, tuple[int, int]]:
 
 
 def _text_cells(rec: dict) -> tuple[str, str]:
-    """Checks instruction and gt_action; returns (history, gt_input_text)."""
+    """(history, gt_input_text), once instruction and gt_action are checked."""
     for col in ("instruction", "gt_action"):
         if not isinstance(rec.get(col), str) or not rec[col].strip():
             raise _BadCell(col, f"expected a non-empty string, got {rec.get(col)!r}")
@@ -268,8 +254,7 @@ def _optional_str(value: Any) -> str | None:
 
 def validate_row(file: Path, i: int, rec: dict, schema: str,
                   space: str | None) -> tuple[Sample | None, RowError | None]:
-    """The row as a `Sample`, or the first problem found (checked in column order: image, texts,
-    task type, action, box)."""
+    """The row as a `Sample`, or its first problem (image, texts, task type, action, box)."""
     try:
         data, size = _decoded_image(rec.get("image"))
         history, text = _text_cells(rec)
@@ -291,15 +276,13 @@ def validate_row(file: Path, i: int, rec: dict, schema: str,
 
 
 def detect_schema(columns: Iterable[str], stem: str | None = None) -> str:
-    """`benchmark` for a file named as one of GUI-R1's benchmarks (`stem`, e.g.
-    `androidcontrol_low_test`), with `group` and `ui_type`, or without `task_type`; else `train`."""
+    """`benchmark` for a file named as a GUI-R1 benchmark (e.g. `androidcontrol_low_test`), with
+    `group` and `ui_type`, or without `task_type`; else `train`."""
     cols = set(columns)
     if stem in BENCHMARK_SPACES or {"group", "ui_type"} <= cols or "task_type" not in cols:
         return "benchmark"
     return "train"
 
-
-# --- whole files ---------------------------------------------------------------------------------
 
 def read_table(file: Path) -> tuple[Any, RowError | None]:
     """The file's table, or the whole-file error that it is not readable parquet."""
