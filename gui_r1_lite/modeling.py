@@ -87,15 +87,6 @@ class Policy:
     source: str = ""
     adapter: str | None = None
 
-    @property
-    def tokenizer(self):
-        return self.processor.tokenizer
-
-    def trainable_parameters(self) -> tuple[int, int]:
-        """(trainable, total) parameter counts (4-bit weights count as stored)."""
-        trainable = sum(p.numel() for p in self.model.parameters() if p.requires_grad)
-        return trainable, sum(p.numel() for p in self.model.parameters())
-
 
 def free_memory() -> None:
     """Give back what dropped models held: Python's garbage, then CUDA's cached blocks."""
@@ -258,17 +249,12 @@ def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None,
     from transformers import AutoProcessor
     from transformers.image_processing_utils import SizeDict
 
-    try:
-        processor = AutoProcessor.from_pretrained(source, **({"local_files_only": True} if cache_only else {}))
-    except OSError as exc:
-        if Path(source).is_dir():
-            raise
-        raise _not_found(source, exc, unreachable=cache_only) from exc
+    processor = _from_pretrained(AutoProcessor, source, cache_only,
+                                 **({"local_files_only": True} if cache_only else {}))
     for sub in (getattr(processor, "image_processor", None), getattr(processor, "video_processor", None)):
         if sub is None:
             continue
         size = dict(sub.size) if sub.size is not None else {}
-        size = {k: v for k, v in size.items() if v is not None}
         lo = min_pixels if min_pixels is not None else size.get("shortest_edge")
         hi = max_pixels if max_pixels is not None else size.get("longest_edge")
         if lo is not None and hi is not None and not 0 < lo <= hi:
@@ -279,21 +265,12 @@ def _load_processor(source: str, min_pixels: int | None, max_pixels: int | None,
     return processor
 
 
-def load_policy(
-    model_id_or_dir: str | os.PathLike,
-    quantization: Quantization | None = None,
-    lora: LoraSettings | dict | bool | None = True,
-    *,
-    min_pixels: int | None = GUI_R1_MIN_PIXELS,
-    max_pixels: int | None = GUI_R1_MAX_PIXELS,
-    device=None,
-    dtype=None,
-    adapter: str | os.PathLike | None = None,
-    adapter_trainable: bool = False,
-    train_vision: bool | None = None,
-    gradient_checkpointing: bool = False,
-    attn_implementation: str | None = None,
-) -> Policy:
+def load_policy(model_id_or_dir: str | os.PathLike, quantization: Quantization | None = None,
+                lora: LoraSettings | dict | bool | None = True, *, min_pixels: int | None = GUI_R1_MIN_PIXELS,
+                max_pixels: int | None = GUI_R1_MAX_PIXELS, device=None, dtype=None,
+                adapter: str | os.PathLike | None = None, adapter_trainable: bool = False,
+                train_vision: bool | None = None, gradient_checkpointing: bool = False,
+                attn_implementation: str | None = None) -> Policy:
     """Load a Qwen2.5-VL policy and its processor; a bad setting raises before anything loads.
 
     - `quantization`: None, "4bit" (NF4) or "8bit"; the vision tower and `lm_head` stay unquantised.
@@ -303,6 +280,8 @@ def load_policy(
     - `min_pixels` / `max_pixels`: the resize bounds (GUI-R1's by default; None keeps the saved ones).
     - `device` / `dtype`: None picks as `resolve_device` / `resolve_dtype`; in fp16 the vision tower
       is kept in fp32 (its MLP overflows in fp16)."""
+    from transformers import AutoModelForImageTextToText
+
     settings = _adapter_settings(lora, adapter, train_vision)
     vision_trainable = bool(train_vision) if train_vision is not None else bool(settings and settings.train_vision)
     dev = resolve_device(device)
@@ -312,7 +291,8 @@ def load_policy(
 
     cache_only = _cache_only(source)  # one probe for the processor and the weights
     processor = _load_processor(source, min_pixels, max_pixels, cache_only)
-    model = _load_model(source, _model_kwargs(torch_dtype, dev, qconfig, attn_implementation, cache_only), cache_only)
+    model = _from_pretrained(AutoModelForImageTextToText, source, cache_only,
+                             **_model_kwargs(torch_dtype, dev, qconfig, attn_implementation, cache_only))
     if str(torch_dtype) == "torch.float16":
         vision_tower(model).float()  # Qwen2.5-VL's vision MLP overflows in fp16; its output is cast back
 
@@ -351,23 +331,17 @@ def _adapter_settings(lora: LoraSettings | dict | bool | None, adapter: str | os
 def _model_kwargs(torch_dtype, dev, qconfig, attn_implementation: str | None, cache_only: bool) -> dict[str, Any]:
     from transformers.integrations import is_deepspeed_zero3_enabled
 
-    kwargs: dict[str, Any] = {"dtype": torch_dtype}
-    if cache_only:
-        kwargs["local_files_only"] = True
-    if qconfig is not None:
-        kwargs["quantization_config"] = qconfig
-    if attn_implementation is not None:
-        kwargs["attn_implementation"] = attn_implementation
-    if not is_deepspeed_zero3_enabled():  # ZeRO-3 places (and partitions) the weights itself
-        kwargs["device_map"] = {"": str(dev)}
-    return kwargs
+    optional = {"local_files_only": True if cache_only else None, "quantization_config": qconfig,
+                "attn_implementation": attn_implementation,
+                # ZeRO-3 places (and partitions) the weights itself
+                "device_map": None if is_deepspeed_zero3_enabled() else {"": str(dev)}}
+    return {"dtype": torch_dtype, **{k: v for k, v in optional.items() if v is not None}}
 
 
-def _load_model(source: str, kwargs: dict[str, Any], cache_only: bool):
-    from transformers import AutoModelForImageTextToText
-
+def _from_pretrained(cls, source: str, cache_only: bool, **kwargs):
+    """`cls.from_pretrained`; a hub id that fails is a `ModelSourceError` saying what to do."""
     try:
-        return AutoModelForImageTextToText.from_pretrained(source, **kwargs)
+        return cls.from_pretrained(source, **kwargs)
     except OSError as exc:
         if Path(source).is_dir():
             raise

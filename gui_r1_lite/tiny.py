@@ -12,15 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .actions import (
-    ACTION_SPACES,
-    NO_TEXT,
-    POINT_ACTIONS,
-    SCROLL_DIRECTIONS,
-    TEXT_ACTIONS,
-    Action,
-    format_answer,
-)
+from .actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS, TEXT_ACTIONS, Action, format_answer
 from .errors import RunFailed
 from .geometry import NO_POINT
 from .prompts import NO_HISTORY, prompt_text
@@ -146,9 +138,6 @@ def tokenizer_corpus(seed: int = 0, n_per_space: int = 40) -> list[str]:
             actions = [_random_action(rng, space) for _ in range(rng.choice((1, 1, 1, 2)))]
             corpus.append(format_answer(actions, rng.choice(_THOUGHTS)))
     return corpus
-
-
-# --- building ---------------------------------------------------------------------------------
 
 
 def build_tokenizer(seed: int = 0, vocab_size: int = 1024):

@@ -28,8 +28,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "ddp_find_unused_parameters": False,
 }
 METHOD_DEFAULTS: dict[str, dict[str, Any]] = {
-    # GUI-R1's values: 5 completions a prompt, KL beta 0.01, answers up to 1,024 tokens, sampled as drawn;
-    # its loss adds the k3 KL term alone, where TRL 1.16 multiplies it by the importance ratio by default
+    # GUI-R1's values; its loss adds the plain k3 KL term, where TRL 1.16 multiplies it by the ratio
     # (use_bias_correction_kl: the same value on-policy, another gradient; tests/test_grpo_by_hand.py)
     "grpo": {"num_generations": 5, "beta": 0.01, "max_completion_length": 1024, "loss_type": "grpo",
              "temperature": 1.0, "top_p": 1.0, "use_bias_correction_kl": False},
