@@ -1,8 +1,7 @@
 """What made a run folder, and whether a new run may use it. Every run writes `run.json` into its
-folder: what its results depend on (the model sources, the data files by content, the settings) with
-a short fingerprint. A rerun with the same record resumes the folder; any other run is refused with
-what differs, in words, and how to start fresh. Training (`training.trainer`), evaluation
-(`evaluate`), the closed loop (`online`) and the miniature's stages all keep their folders so."""
+folder: what its results depend on (model sources, data files by content, settings) and a short
+fingerprint. A rerun with the same record resumes the folder; any other run is refused with what
+differs, in words, and how to start fresh."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ SHOWN = 6
 
 
 class RunFolderMismatch(UsageError):
-    """The folder holds results made by another run (other policy, data or settings); the message
-    says what differs, how to start fresh and how to resume."""
+    """The folder holds results made by another run (other policy, data or settings)."""
 
 
 def _file_digest(path: Path, cheap: bool) -> str:
@@ -49,8 +47,7 @@ def _file_digest(path: Path, cheap: bool) -> str:
 
 def digest(paths: str | os.PathLike | Iterable[str | os.PathLike], cheap: bool = False) -> str:
     """SHA-256 of one file's content (what `sha256sum` prints); of several files, or of a folder's
-    files in name order, one hash of each file's name and digest. With `cheap`, a file over
-    `WHOLE_HASH_LIMIT` bytes is hashed by its size, first and last MiB."""
+    files in name order, one hash of each file's name and digest."""
     if isinstance(paths, (str, os.PathLike)):
         path = Path(paths)
         if path.is_file():
@@ -65,8 +62,8 @@ def digest(paths: str | os.PathLike | Iterable[str | os.PathLike], cheap: bool =
 
 
 def as_stored(value: Any) -> Any:
-    """`value` as a JSON file gives it back (tuples as lists; paths, enums and other objects as
-    text), so that a record made now compares equal to the one read from `run.json`."""
+    """`value` as a JSON file gives it back (tuples as lists, other objects as text), so that a
+    record made now compares equal to the one read from `run.json`."""
     return json.loads(json.dumps(value, default=str))
 
 
@@ -77,13 +74,11 @@ def fingerprint(record: dict) -> str:
 
 
 def with_fingerprint(record: dict) -> dict:
-    """`record` with its `fingerprint`."""
     return {**{k: v for k, v in record.items() if k != "fingerprint"}, "fingerprint": fingerprint(record)}
 
 
 def read_record(folder: str | os.PathLike, name: str = RUN_FILE) -> dict | None:
-    """The record in `folder`'s `run.json` (or file `name`); None when it is missing, torn or not a
-    JSON object."""
+    """The record in `folder`'s `run.json` (or file `name`); None when missing, torn or not an object."""
     try:
         value = read_json(Path(folder) / name)
     except (OSError, ValueError):
@@ -102,17 +97,16 @@ def phrase(name: str, old: Any, new: Any) -> str:
 
 
 def differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """One `phrase` per key whose value differs (keys of `new` in order, then those only in
-    `old`), each name led by `prefix`."""
+    """One `phrase` per key whose value differs (keys of `new` in order, then those only in `old`)."""
     keys = [k for k in new if old.get(k) != new[k]] + [k for k in old if k not in new]
     return [phrase(f"{prefix}{k}", old.get(k), new.get(k)) for k in keys]
 
 
 def refuse(folder: str | os.PathLike, holds: str, diffs: Sequence[str] | None, *, fresh: str, resume: str,
            error: type[UsageError] = RunFolderMismatch) -> NoReturn:
-    """Raise `error`: `folder` holds `holds` (e.g. "predictions") made otherwise, as `diffs` list
-    (the first `SHOWN`), or, with `diffs` None, by a run its `run.json` cannot name. `fresh` says
-    how to start fresh and `resume` how to resume, in the caller's own flags."""
+    """Raise `error`: `folder` holds `holds` made otherwise, as `diffs` list (the first `SHOWN`), or,
+    with `diffs` None, by a run its `run.json` cannot name. `fresh` and `resume` say how to start
+    fresh and how to resume, in the caller's own flags."""
     if diffs is None:
         why = f"{holds} but no readable {RUN_FILE} saying what made them, so nothing tells whether they are this run's"
     else:
@@ -122,9 +116,8 @@ def refuse(folder: str | os.PathLike, holds: str, diffs: Sequence[str] | None, *
 
 
 def writable_folder(folder: str | os.PathLike, flag: str = "--out", error: type[UsageError] = UsageError) -> Path:
-    """`folder`, made if missing, once a file could be written in it; else `error` naming `flag`
-    (the flag or setting that chose the folder). Checked before any model loads, so a bad path
-    costs nothing."""
+    """`folder`, made if missing, once a file could be written in it; else `error` naming `flag`.
+    Checked before any model loads, so a bad path costs nothing."""
     path = Path(folder).expanduser()
     probe = path / f".write-check-{os.getpid()}"
     try:
@@ -139,12 +132,11 @@ def writable_folder(folder: str | os.PathLike, flag: str = "--out", error: type[
 
 def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, results: Sequence[str], holds: str, resume: str,
                     clear: Sequence[str] = (), overwrite: bool = False, about: dict | None = None) -> Path:
-    """Make `out_dir` the folder of the run `made_by` describes, before anything is computed: a folder
-    whose `run.json` records the same `made_by` is resumed; one holding records in any of the JSONL
-    files `results` made otherwise (or by a run nobody recorded) is refused with `RunFolderMismatch`
-    saying what differs, `holds` naming what it holds and `resume` how to resume it; otherwise, or
-    with `overwrite`, the files and folders of `results` and `clear` are deleted and `run.json` is
-    written. `about` (paths, names) is stored beside `made_by` and not compared."""
+    """Make `out_dir` the folder of the run `made_by` describes, before anything is computed: resumed
+    when its `run.json` records the same `made_by`; refused (`RunFolderMismatch`) when one of the
+    JSONL files `results` holds records made otherwise or by an unrecorded run; else, or with
+    `overwrite`, `results` and `clear` are deleted and `run.json` written. `about` (paths, names)
+    is stored beside `made_by`, not compared."""
     out = writable_folder(out_dir, "--out")
     old = read_record(out)
     if old is not None and old.get("made_by") == made_by:
@@ -181,8 +173,8 @@ def _is_model_file(name: str) -> bool:
 
 def source_identity(source: str | os.PathLike) -> dict:
     """A model or adapter source as a run folder compares it: a local folder by a hash of its
-    weight and configuration files (`MODEL_FILES`, `WEIGHT_SUFFIXES`; not its path, so a moved
-    folder still resumes; large weights hashed cheaply), anything else by its hub id."""
+    weight and configuration files (not its path, so a moved folder still resumes), anything else
+    by its hub id."""
     path = Path(source).expanduser()
     if not path.is_dir():
         return {"hub_id": os.fspath(source)}
@@ -193,9 +185,8 @@ def source_identity(source: str | os.PathLike) -> dict:
 def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None = None,
                    quantization: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
                    top_p: float = 1.0, num_return_sequences: int = 1, repetition_penalty: float = 1.0) -> dict:
-    """What makes a model policy's answers: the model and adapter (`source_identity`), the
-    quantisation and `evaluate.ModelCompleter`'s decoding settings (greedy, no repetition penalty by
-    default)."""
+    """What makes a model policy's answers: the model and adapter, the quantisation and
+    `evaluate.ModelCompleter`'s decoding settings."""
     generation: dict[str, Any] = {"do_sample": do_sample, "num_return_sequences": num_return_sequences,
                                   "repetition_penalty": float(repetition_penalty)}
     if do_sample:
@@ -205,8 +196,7 @@ def model_identity(model: str | os.PathLike, adapter: str | os.PathLike | None =
 
 
 def completer_identity(completer: Any) -> dict:
-    """What makes a completer's answers (`evaluate.Completer`), as a run folder records it: its
-    `identity()` when it has one, else its class and name."""
+    """What makes a completer's answers: its `identity()` when it has one, else its class and name."""
     identity = getattr(completer, "identity", None)
     if callable(identity):
         return identity()
@@ -280,11 +270,9 @@ def _check_hub_model(repo_id: str, config_sha: str | None, error: type[UsageErro
 
 def base_identity(cfg: TrainingSettings, check: bool = True, error: type[UsageError] = UsageError) -> dict[str, Any]:
     """What a training run starts from: the tiny model's build arguments, a folder's path and config
-    hash, or a hub id and its config hash (None until it is in the local cache); and the adapter it
-    goes on training, by its files' hash. `check` refuses a hub id that cannot be had.
-
-    Not `source_identity`: this is checked before the tiny model is built or a hub model downloaded,
-    so those are named by what will make them (build arguments, hub id), and a folder likewise."""
+    hash, or a hub id and its config hash (None until cached); and the adapter it goes on training.
+    `check` refuses a hub id that cannot be had. Not `source_identity`: this is checked before the
+    tiny model is built or a hub model downloaded, so those are named by what will make them."""
     from .tiny import build_arguments
 
     if cfg.model == "tiny":
@@ -345,8 +333,8 @@ def _base_differences(old: dict, new: dict) -> list[str]:
 
 
 def run_differences(old: dict, new: dict, cfg: TrainingSettings) -> list[str]:
-    """What differs between two training records, one phrase each ("method: 'grpo' there, 'sft' now");
-    a setting one record lacks counts as its default for `cfg`'s method."""
+    """What differs between two training records, one phrase each; a setting one record lacks
+    counts as its default for `cfg`'s method."""
     old_settings = {**old.get("settings", {}), "method": old.get("method")}
     new_settings = {**new["settings"], "method": new["method"]}
     out = _setting_differences(old_settings, new_settings, cfg)
@@ -360,8 +348,7 @@ def run_differences(old: dict, new: dict, cfg: TrainingSettings) -> list[str]:
 def check_training_folder(out: Path, cfg: TrainingSettings, identity: dict, found: Sequence[str], resume: bool,
                           error: type[UsageError] = UsageError) -> None:
     """Refuse `out` when it holds another training run (`found`: its run files): always without
-    `resume`, and with it unless its `run.json` records the same run. The message says how to start
-    fresh or resume."""
+    `resume`, and with it unless its `run.json` records the same run."""
     if not found:
         return
     fresh = "To start fresh, pass another --output_dir or delete the folder"

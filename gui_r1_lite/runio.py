@@ -1,17 +1,14 @@
 """Run files, read and written one way: JSONL logs that tolerate the half-written last line a
-killed process leaves, atomic JSON/text writes (a crash leaves the old file or the new one, never a
-torn one), and which process of a multi-process run this is.
-
-Why tolerant reads: training, prediction and the live curves append one JSON line at a time; a
-SIGKILL between two `write` calls leaves a partial line at the end, and every reader must treat
-the file as "all complete lines so far" so that a resumed run continues from them.
+killed process leaves (every reader takes "all complete lines so far", so a resumed run continues
+from them), atomic JSON/text writes (the old file or the new one, never a torn one), and which
+process of a multi-process run this is.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +51,19 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
     return list(iter_jsonl(path))
 
 
+def clean_jsonl(path: str | os.PathLike, keep: Callable[[dict], bool]) -> list[dict]:
+    """The records of a JSONL file that `keep` accepts; the file is rewritten without the other
+    lines (a torn last line included) so that appending to it stays valid."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    text = p.read_text(encoding="utf-8")
+    records = [r for r in iter_jsonl(p) if keep(r)]
+    if len(text.splitlines()) != len(records) or (text and not text.endswith("\n")):
+        write_jsonl_atomic(p, records)
+    return records
+
+
 def _dumps(record: Any) -> str:
     return json.dumps(record, ensure_ascii=False, default=float)
 
@@ -91,7 +101,7 @@ def write_json_atomic(path: str | os.PathLike, value: Any, indent: int | None = 
 
 
 def write_jsonl_atomic(path: str | os.PathLike, records: Iterable[dict]) -> Path:
-    """Replace a JSONL file with `records` atomically (e.g. after dropping a torn last line)."""
+    """Replace a JSONL file with `records` atomically."""
     return write_text_atomic(path, "".join(_dumps(r) + "\n" for r in records))
 
 
