@@ -1,0 +1,106 @@
+"""The recipe probe: where the CPU miniature's GRPO departs from the GPU recipe and from GUI-R1 (`beta`,
+`loss_type`, answers a group, prompts an update), each departure measured rather than assumed. From each
+seed's warm start, the GRPO arm is trained with the miniature's settings and then with one recipe value
+swapped in at a time, every run on the same prompt visits (`extra_prompts`), scored on the validation
+seeds only; `recipe_probe.json` holds every run's validation click accuracy and training seconds, and
+the copy the departures table cites ships as `docs/results/recipe_probe.json`.
+
+    python -m study.recipe runs/recipe --seeds 0,1 --results docs/results
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from gui_r1_lite.errors import run_cli
+from gui_r1_lite.miniature.__main__ import parse_seeds
+from gui_r1_lite.miniature.parallel import default_workers
+from gui_r1_lite.miniature.settings import DEFAULT_TRAIN, MiniatureSettings
+from gui_r1_lite.miniature.splits import prepared_data
+from gui_r1_lite.runio import write_json_atomic
+
+from .results import RESULTS
+from .sweep import _phase, config_job, warm_job
+
+PROBE_FILE = "recipe_probe.json"
+SHIPPED_PROBE = RESULTS / PROBE_FILE
+#: One recipe value at a time (GPU recipe and GUI-R1 agree on each), against the miniature's own (`{}`).
+#: Every run has the same prompt visits; a group of 5 samples fewer answers, 4 prompts an update takes
+#: half the updates.
+VARIANTS: dict[str, dict] = {
+    "miniature": {},
+    "loss_type=dapo": {"loss_type": "dapo"},
+    "beta=0.01": {"beta": 0.01},
+    "num_generations=5": {"num_generations": 5},
+    "grpo_prompts_per_step=4": {"grpo_prompts_per_step": 4},
+}
+
+
+def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | None = None,
+              train_data: str = str(DEFAULT_TRAIN), **overrides) -> dict:
+    """Train and score every variant for every seed (cached runs reused) and write `out_dir/recipe_probe.json`:
+    per variant, the per-seed validation click accuracy and GRPO training seconds, their means, and the
+    difference from the miniature's own settings. `overrides` replace settings of every run (tests)."""
+    settings, out = MiniatureSettings.from_overrides(None, **overrides).validate(), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    data = prepared_data(out, train_data, train_data, settings, validate=True)
+    seeds = [int(s) for s in seeds]
+    jobs = {(s, name): (str(out), s, settings, data, "sft_grpo", config, None)
+            for name, config in VARIANTS.items() for s in seeds}
+    n = default_workers(settings.threads, len(jobs)) if workers is None else max(1, int(workers))
+    _phase(warm_job, {s: (str(out), s, settings, data) for s in seeds}, n, settings.threads)
+    runs = _phase(config_job, jobs, n, settings.threads)
+    variants = {}
+    for name, config in VARIANTS.items():
+        acc = [runs[(s, name)]["metrics"]["click_accuracy"] for s in seeds]
+        sec = [runs[(s, name)]["train_seconds"] for s in seeds]
+        variants[name] = {"config": config, "click_accuracy": acc, "train_seconds": sec,
+                          "mean_click_accuracy": statistics.fmean(acc), "mean_train_seconds": statistics.fmean(sec)}
+    base = variants["miniature"]
+    for v in variants.values():
+        v["vs_miniature"] = {"click_accuracy": v["mean_click_accuracy"] - base["mean_click_accuracy"],
+                             "train_seconds_ratio": v["mean_train_seconds"] / base["mean_train_seconds"]}
+    result = {"seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "settings": settings.to_dict(),
+              "variants": variants, "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
+    write_json_atomic(out / PROBE_FILE, result)
+    return result
+
+
+def probe_table(result: dict) -> str:
+    """The probe as a Markdown table: each variant's mean validation click accuracy, its difference from
+    the miniature's settings and its training seconds relative to them."""
+    lines = ["| GRPO variant | validation click accuracy | vs miniature | training seconds vs miniature |",
+             "|---|---:|---:|---:|"]
+    for name, v in result["variants"].items():
+        lines.append(f"| {name} | {100 * v['mean_click_accuracy']:.1f} % | "
+                     f"{100 * v['vs_miniature']['click_accuracy']:+.1f} | "
+                     f"x{v['vs_miniature']['train_seconds_ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m study.recipe", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", help="the probe's run folder (finished runs in it are reused)")
+    ap.add_argument("--seeds", help="warm starts to probe from (default 0,1)")
+    ap.add_argument("--workers", type=int, help="runs side by side (default: one a core)")
+    ap.add_argument("--results", metavar="DIR", help=f"then copy {PROBE_FILE} into DIR (docs/results: the "
+                    "copy the departures table cites)")
+    args = ap.parse_args(argv)
+    result = run_probe(args.out, parse_seeds(args.seeds, (0, 1)), workers=args.workers)
+    print(probe_table(result))
+    if args.results:
+        Path(args.results).mkdir(parents=True, exist_ok=True)
+        (Path(args.results) / PROBE_FILE).write_bytes((Path(args.out) / PROBE_FILE).read_bytes())
+        print(f"wrote {Path(args.results) / PROBE_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli(main, prog="python -m study.recipe"))
