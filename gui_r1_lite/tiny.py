@@ -248,8 +248,7 @@ def standin_generation_config(tokenizer) -> GenerationConfig:
     return GenerationConfig(**remap_token_ids(qwen2_5_vl_3b_generation_config(), tokenizer))
 
 
-def standin_processor(tokenizer, min_pixels: int | None = None,
-                      max_pixels: int | None = None) -> Qwen2_5_VLProcessor:
+def standin_processor(tokenizer, min_pixels: int | None = None, max_pixels: int | None = None) -> Qwen2_5_VLProcessor:
     """A `Qwen2_5_VLProcessor` of `tokenizer` with the published preprocessing; `min_pixels` /
     `max_pixels` replace its resize bounds."""
     from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessor, Qwen2VLVideoProcessor
