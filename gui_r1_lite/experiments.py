@@ -1,6 +1,6 @@
-"""Notebook 04's experiment, one call per step: `plan_experiment` turns the notebook's parameters into
-the profile's experiment (the recipe's GRPO run, or the miniature: GRPO against SFT over seeds),
-`run_experiment` trains it and scores the policy before and after, `notebook_result` reports it."""
+"""Notebook 04's experiment: `plan_experiment` turns the notebook's parameters into the profile's
+experiment (the recipe's GRPO run, or the miniature), `run_experiment` trains it and scores the policy
+before and after, `notebook_result` reports it."""
 
 from __future__ import annotations
 
@@ -24,15 +24,14 @@ EXPERIMENTS = ("miniature", "recipe")
 #: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result.
 MINIATURE_DETAILS = ("seeds", "n_heldout", "data", "per_task_click_accuracy", "warm_start", "compute", "seconds",
                      "settings", "workers", "threads", "wall_seconds_this_call")
-#: ... and those it has when the run made them (the statistics; online stages).
+#: ... and those it keeps when the run made them.
 MINIATURE_OPTIONAL = ("stats", "online_success")
 
 
 @dataclass
 class Experiment:
     """What notebook 04 runs: `kind` "recipe" (`config`, scored on `heldout`) or "miniature"
-    (`settings` over `seeds`, `workers` of them side by side, written under `miniature_dir`), for
-    `profile`, into `output_dir`."""
+    (`settings` over `seeds`), for `profile`, into `output_dir`."""
 
     kind: str
     profile: Profile
@@ -53,15 +52,15 @@ class Experiment:
         return {"min_pixels": self.profile.min_pixels, "max_pixels": self.profile.max_pixels}
 
     def describe(self) -> str:
-        """The training configuration (recipe) or the miniature's settings, as YAML (notes first, as comments)."""
+        """The training configuration or the miniature's settings, as YAML (notes first, as comments)."""
         values = self.config.to_dict() if self.kind == "recipe" else self.settings.to_dict()
         return "".join(f"# {note}\n" for note in self.notes) + yaml.safe_dump(values, sort_keys=False)
 
 
 @dataclass
 class TrainingRun:
-    """What `run_experiment` trained: the GRPO run's folder, the folders of the predictions made
-    before and after it on `heldout` (with their labels), and where the trained policy is."""
+    """What `run_experiment` trained: the GRPO run's folder, the predictions made before and after it
+    on `heldout`, and where the trained policy is."""
 
     grpo_run: Path
     heldout: str
@@ -82,22 +81,12 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
                     online_arms: str | Sequence[str] = "") -> Experiment:
     """Notebook 04's parameters as an `Experiment`, checked before anything trains.
 
-    Args:
-        profile: the profile's name ("cpu-mini", "gpu-3b").
-        experiment: "miniature" or "recipe"; empty: the profile's.
-        output_dir: the notebook's output folder.
-        data_dir: the sample data folder (the profile's data paths are taken from it).
-        run_dir: the pipeline's run folder; the recipe trains on notebook 01's curated file when it is there.
-        train_data: recipe: a GUI-R1 parquet file, folder or hub id (overrides notebook 01's file).
-        max_steps: recipe: GRPO steps (0: the recipe's).
-        seeds: miniature: the seeds, as "0,1,2" or a list.
-        miniature_settings: miniature: a YAML mapping of `MiniatureSettings` overrides.
-        workers: miniature: seeds side by side, a process each (0: one per core, at most one per seed).
-        online_episodes: miniature: closed-loop episodes per task and arm in the live page (0: those
-            of `miniature_settings`, by default none); where the live page cannot run (no Chromium,
-            Playwright or miniwob) the plan scores offline only and says so in `notes`.
-        online_arms: miniature: the arms that play those episodes, as "sft,sft_grpo" or a list (empty:
-            those of `miniature_settings`, by default every arm of `miniature.ONLINE_ARMS`).
+    `experiment` defaults to the profile's. The recipe trains on `train_data`, else on notebook 01's
+    curated file in `run_dir` when it is there, for `max_steps` (0: the recipe's). The miniature runs
+    `seeds` ("0,1,2" or a list) with `miniature_settings` (a YAML mapping of `MiniatureSettings`
+    overrides), `workers` side by side (0: one per core); `online_episodes` and `online_arms` ("" or 0:
+    the settings') override those settings, and where the live page cannot run the plan scores offline
+    only and says so in `notes`.
     """
     prof = get_profile(profile)
     kind = experiment or prof.experiment
@@ -152,12 +141,10 @@ def _heldout(prof: Profile, data_dir) -> Path:
 def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4, live=None) -> TrainingRun:
     """Train `exp` and score the policy before and after training on held-out rows.
 
-    The miniature runs every seed (warm start, GRPO, SFT continuation, evaluations), `exp.workers`
-    of them side by side; "before" is the first seed's warm start, "after" its SFT → GRPO. The
-    recipe scores its starting policy on `samples_shown` rows of each held-out file, trains, and
-    scores the trained adapter on the same rows. `callbacks` (TrainerCallbacks, e.g. live curves)
-    go to every training run in this process; seeds run side by side are followed instead by
-    `live` (a `viz.LiveCurves`), redrawn from the first seed's training log as it grows.
+    The miniature's "before" is the first seed's warm start, "after" its SFT → GRPO; the recipe scores
+    `samples_shown` rows of each held-out file before and after. `callbacks` (TrainerCallbacks) go to
+    every training run in this process; seeds run side by side are followed instead by `live` (a
+    `viz.LiveCurves`), redrawn from the first seed's training log.
     """
     if exp.kind == "miniature":
         return _run_miniature(exp, callbacks, live)
@@ -165,8 +152,8 @@ def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int
 
 
 def follow_first_seed(live, seed_dir: Path) -> Callable[[], None]:
-    """A `watch` for `run_miniature`: redraw `live` (a `viz.LiveCurves`) from the training log of the
-    stage the seed in `seed_dir` is training, at most every `live.every` seconds."""
+    """A `watch` for `run_miniature`: redraw `live` from the training log of the stage the seed in
+    `seed_dir` is training, at most every `live.every` seconds."""
     import time
 
     last = [float("-inf")]
@@ -210,14 +197,13 @@ def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: 
 
 
 def _run_recipe(exp: Experiment, callbacks: Sequence, samples_shown: int) -> TrainingRun:
+    from .modeling import free_memory
     from .training import resolve_model, train
     from .training.callbacks import TrainingProgress
 
     before_dir, after_dir = exp.output_dir / "samples_start", exp.output_dir / "samples_end"
     _score(exp, resolve_model(exp.config), None, "start", before_dir, samples_shown)
     res = train(exp.config, callbacks=[*callbacks, TrainingProgress("GRPO training")])
-    from .modeling import free_memory
-
     free_memory()
     _score(exp, res.base_model, res.adapter_dir, "end", after_dir, samples_shown)
     return TrainingRun(grpo_run=Path(res.output_dir), heldout=str(exp.heldout), before_dir=before_dir,
@@ -226,9 +212,9 @@ def _run_recipe(exp: Experiment, callbacks: Sequence, samples_shown: int) -> Tra
 
 
 def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None) -> dict:
-    """Notebook 04's `result.json`: the GRPO run's metrics at the start and the end (`training.start_and_end`),
-    its last step, where the trained policy is, and with `study` (`run_miniature`'s result) the
-    miniature's arms and the details notebook 05 shows."""
+    """Notebook 04's `result.json`: the GRPO run's metrics at the start and the end, its last step,
+    where the trained policy is, and with `study` (`run_miniature`'s result) the miniature's arms and
+    the details notebook 05 shows."""
     from .training import read_metrics, start_and_end
 
     steps = [r["step"] for r in read_metrics(run.grpo_run) if "step" in r]

@@ -31,8 +31,8 @@ NOTEBOOKS = REPO / "notebooks"
 
 
 class NotebookFailed(RunFailed):
-    """A notebook raised; the message names it and the failing cell (also kept as `notebook`,
-    `cell` (0-based index), `error` and `executed`, the executed notebook's path)."""
+    """A notebook raised; the message names it and the failing cell (kept as `notebook`, `cell`
+    (0-based), `error` and `executed`, the executed notebook's path)."""
 
     def __init__(self, message: str, notebook: str = "", cell: int | None = None, error: str = "",
                  executed: str = ""):
@@ -54,8 +54,7 @@ PROGRESS_SUFFIX = ".progress.jsonl"
 
 def declared_parameters(src: Path, parameters: dict) -> dict:
     """The entries of `parameters` that `src`'s `parameters` cell declares (papermill warns of the
-    others, and a notebook that does not take a value has no use for it). A notebook that declares
-    none, or that cannot be read here, gets them all, as papermill gives them (and reports)."""
+    others). A notebook that declares none, or that cannot be read here, gets them all."""
     import papermill as pm
 
     try:
@@ -66,10 +65,9 @@ def declared_parameters(src: Path, parameters: dict) -> dict:
 
 
 def kernel_transport() -> dict:
-    """papermill arguments that encrypt the kernel's channels where jupyter_client can (8.10+ provisions
-    CurveZMQ keys to a kernel whose spec declares `supported_encryption`, as ipykernel 7.4's does);
-    without them ipykernel 7.4 warns on every start that it runs over TCP in plain text. Older
-    jupyter_client (Colab's 7.4) has no such setting and gets nothing."""
+    """papermill arguments that encrypt the kernel's channels where jupyter_client can (8.10+); without
+    them ipykernel 7.4 warns on every start that it runs over TCP in plain text. Older jupyter_client
+    (Colab's 7.4) has no such setting and gets nothing."""
     from jupyter_client.manager import KernelManager
     from traitlets.config import Config
 
@@ -80,11 +78,10 @@ def kernel_transport() -> dict:
 
 def run_notebook(src: Path, dest: Path, parameters: dict, kernel: str = "python3",
                  timeout: int | None = None, progress_every: float = 30.0) -> float:
-    """Execute `src` into `dest` with papermill, injecting those of `parameters` it declares, on the
-    Jupyter `kernel`, each cell allowed `timeout` seconds (None: no limit); returns seconds. While
-    it runs, a status line (cell, stage, step, time left: `progress.watch`) is printed at each stage
-    start and every `progress_every` seconds. On failure the executed notebook stays at `dest` and
-    `NotebookFailed` names the notebook and the failing cell."""
+    """Execute `src` into `dest` with papermill, injecting those of `parameters` it declares, each cell
+    allowed `timeout` seconds (None: no limit); returns seconds. A status line is printed at each
+    stage start and every `progress_every` seconds. On failure the executed notebook stays at `dest`
+    and `NotebookFailed` names the notebook and the failing cell."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -117,7 +114,7 @@ SUMMARY_FIELDS = {
 
 
 def notebook_stem(notebook: str, notebooks_dir: Path = NOTEBOOKS) -> str:
-    """The file stem of a notebook named by its number ("04") or by its stem ("04_grpo_training")."""
+    """The file stem of a notebook named by its number ("04") or by its stem."""
     stems = [p.stem for p in notebook_paths(notebooks_dir)]
     if notebook in stems:
         return notebook
@@ -128,12 +125,12 @@ def notebook_stem(notebook: str, notebooks_dir: Path = NOTEBOOKS) -> str:
 
 
 def artifacts_dir(run_dir: str | Path, notebook: str, notebooks_dir: Path = NOTEBOOKS) -> Path:
-    """The folder a pipeline run gives a notebook (its `output_dir`): `run_dir/artifacts/<stem>`."""
+    """The folder a pipeline run gives a notebook (its `output_dir`)."""
     return Path(run_dir) / "artifacts" / notebook_stem(notebook, notebooks_dir)
 
 
 def result_path(run_dir: str | Path, notebook: str) -> Path:
-    """Where a notebook of a pipeline run reports its results (`notebook`: "04" or its stem)."""
+    """Where a notebook of a pipeline run reports its results."""
     return artifacts_dir(run_dir, notebook) / RESULT_FILE
 
 
@@ -144,14 +141,12 @@ def read_result(run_dir: str | Path, notebook: str) -> dict | None:
 
 
 def write_result(output_dir: str | Path, result: dict) -> Path:
-    """Report a notebook's results: `output_dir/result.json`, written atomically (numbers as floats)."""
+    """Report a notebook's results: `output_dir/result.json`, written atomically."""
     return write_json_atomic(Path(output_dir) / RESULT_FILE, result)
 
 
 def top_level_summary(results: dict) -> dict:
-    """The fields summary.json lifts to its top from the notebooks' results (keyed by notebook
-    stem): the curated-data report, training metrics at start and end, the miniature experiment's
-    arms and the evaluation metrics of every policy."""
+    """The fields summary.json lifts to its top from the notebooks' results (keyed by notebook stem)."""
     out = {}
     for key, (number, fields) in SUMMARY_FIELDS.items():
         res = next((v for stem, v in results.items() if stem.startswith(f"{number}_")), None)
@@ -167,9 +162,8 @@ def top_level_summary(results: dict) -> dict:
 
 
 def miniature_result(run_dir: str | Path) -> dict | None:
-    """The miniature notebook 04 of the run in `run_dir` wrote (its `miniature.json`, found under
-    the notebook's folder), with its statistics (`stats`) computed afresh from its prediction files;
-    None when that notebook ran no miniature there."""
+    """The `miniature.json` notebook 04 of the run in `run_dir` wrote, with its statistics computed
+    afresh from its prediction files; None when it ran no miniature there."""
     from .miniature import RESULT_FILE
     from .miniature.report import study_statistics
 
@@ -182,31 +176,27 @@ def miniature_result(run_dir: str | Path) -> dict | None:
     return study
 
 
-def _lean(value: dict) -> dict:
-    return {k: value[k] for k in ("mean", "ci95", "per_seed")}
-
-
 def miniature_summary(study: dict | None) -> dict:
     """What summary.json reports of a miniature (`miniature_result`) besides its arms, as fractions:
-    `gain`, the gain of SFT → GRPO over the SFT arm it is compared with (`{"vs", "arm",
-    "click_accuracy"|"click_accuracy_parsed": {"mean", "ci95": [lo, hi], "per_seed"}, "mcnemar_p":
-    {seed: p}}`, and, when both arms played online, `"online_success"`: the closed-loop gain, paired
-    on the same pages, as those), and, when the run had online stages, `online` (`{arm: {"success":
-    {"mean", "ci95", "per_seed"}}}`)."""
+    `gain`, SFT → GRPO over SFT (`{"vs", "arm", "click_accuracy"|"click_accuracy_parsed": {"mean",
+    "ci95", "per_seed"}, "mcnemar_p": {seed: p}}`, with the closed-loop `"online_success"` when both
+    arms played online), and with online stages, `online` (each arm's success)."""
+    from .miniature.report import lean
+
     st = (study or {}).get("stats") or {}
     out: dict = {}
     if st.get("gain"):
-        out["gain"] = {"vs": st["vs"], "arm": st["arm"], **{k: _lean(v) for k, v in st["gain"].items()},
+        out["gain"] = {"vs": st["vs"], "arm": st["arm"], **{k: lean(v) for k, v in st["gain"].items()},
                        "mcnemar_p": {s: t["p_value"] for s, t in st["mcnemar"].items()}}
         if (st.get("online_gain") or {}).get("mean") is not None:
-            out["gain"]["online_success"] = _lean(st["online_gain"])
+            out["gain"]["online_success"] = lean(st["online_gain"])
     if st.get("online"):
-        out["online"] = {arm: {"success": _lean(v["success"])} for arm, v in st["online"].items()}
+        out["online"] = {arm: {"success": lean(v["success"])} for arm, v in st["online"].items()}
     return out
 
 
 def check_start(start: int | None, notebooks_dir: Path = NOTEBOOKS, flag: str = "--from") -> None:
-    """Refuse (`UsageError`) a start that is not the number of a notebook in `notebooks_dir`."""
+    """Refuse a start that is not the number of a notebook in `notebooks_dir`."""
     if start is None:
         return
     stems = [p.stem for p in notebook_paths(notebooks_dir)]
@@ -232,25 +222,12 @@ def _previous_summary(path: Path) -> dict:
 def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start: int | None = None,
                  notebooks_dir: Path = NOTEBOOKS, data_dir: Path | None = None,
                  extra_parameters: dict | None = None) -> dict:
-    """Run the notebooks in order and write `summary.json` (atomically) after each.
+    """Run the notebooks in order and write `summary.json` (atomically) after each; returns it.
 
-    Args:
-        profile: "cpu-mini" or "gpu-3b" (`profiles.PROFILES`), passed to every notebook.
-        out: the run folder (default `runs/<timestamp>`).
-        start: restart at notebook number `start`, reusing what earlier notebooks wrote in `out`
-            (their results are read from `artifacts/<notebook>/result.json`).
-        notebooks_dir: the folder of `NN_*.ipynb` notebooks.
-        data_dir: the sample data folder (default `data_samples/`).
-        extra_parameters: more papermill parameters for every notebook.
-
-    Returns:
-        The summary: profile, versions, `status` ("ok"), seconds per notebook, each notebook's
-        results, the fields `top_level_summary` lifts from them and, after a miniature,
-        `gain` and `online` (`miniature_summary`).
-
-    Raises:
-        NotebookFailed: a notebook raised; `summary.json` then has `status` "failed" and `failed`
-            (the notebook, the cell index, the error and the executed notebook's path).
+    `out` is the run folder (default `runs/<timestamp>`); `start` restarts at notebook number `start`,
+    reusing the results earlier notebooks wrote in `out`; `data_dir` defaults to `data_samples/`;
+    `extra_parameters` go to every notebook. A notebook that raises (`NotebookFailed`) leaves
+    `status` "failed" and `failed` (notebook, cell, error, executed notebook) in `summary.json`.
     """
     prof = get_profile(profile)
     check_start(start, notebooks_dir, "start")
@@ -271,8 +248,8 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
     summary.setdefault("results", {})
     summary["started"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for src in notebook_paths(notebooks_dir):
-        if start is not None and int(src.name[:2]) < start:
-            _reuse(src, run_dir, summary)
+        if start is not None and int(src.name[:2]) < start:  # reuse what an earlier run wrote
+            _collect(src, artifacts_dir(run_dir, src.stem, src.parent) / RESULT_FILE, run_dir, summary)
             continue
         try:
             _run_one(src, run_dir, profile, data_dir, extra_parameters, summary)
@@ -293,20 +270,15 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
 
 
 def _failure(src: Path, exc: BaseException) -> dict:
-    """What summary.json records of a notebook that failed (`cell`: None when no cell raised)."""
+    """What summary.json records of a notebook that failed."""
     if isinstance(exc, NotebookFailed):
         return {"notebook": src.stem, "cell": exc.cell, "error": exc.error, "executed_notebook": exc.executed}
     return {"notebook": src.stem, "cell": None, "error": f"{type(exc).__name__}: {exc}", "executed_notebook": None}
 
 
-def _reuse(src: Path, run_dir: Path, summary: dict) -> None:
-    """Take the results of a notebook an earlier run wrote under `run_dir` (skipped with --from)."""
-    _collect(src, artifacts_dir(run_dir, src.stem, src.parent) / RESULT_FILE, run_dir, summary)
-
-
 def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
-    """Record in `summary` what notebook `src` reported in `result` (when it wrote one); after
-    notebook 04, also the miniature's gain and online success (`miniature_summary`)."""
+    """Record in `summary` what notebook `src` reported in `result`, if anything; after notebook 04,
+    also the miniature's gain and online success."""
     if not result.exists():
         return
     summary["results"][src.stem] = read_json(result)
@@ -321,13 +293,12 @@ def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
             summary["online"] = {"skipped": why}
 
 
-#: What makes the closed loop playable on a machine without it (apt's Chromium and the pinned pip packages).
+#: What makes the closed loop playable on a machine without it.
 ONLINE_FIX = "sudo bash scripts/install_capture_deps.sh"
 
 
 def online_skipped() -> str | None:
-    """Why the miniature's closed loop cannot run here (no Playwright, Chromium or miniwob), naming
-    the fix (`ONLINE_FIX`), or None when it can."""
+    """Why the miniature's closed loop cannot run here, naming the fix, or None when it can."""
     from .miniature.runner import online_missing
 
     why = online_missing()
@@ -348,8 +319,7 @@ def _run_one(src: Path, run_dir: Path, profile: str, data_dir: Path, extra_param
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: run the pipeline. Bad flags raise `UsageError` (exit 2 through `run_cli`),
-    a failed notebook `NotebookFailed` (exit 1; summary.json says which notebook and cell)."""
+    """Run the pipeline: exit 2 on bad flags (`UsageError`), 1 when a notebook fails."""
     ap = argparse.ArgumentParser(prog="gui-r1-lite pipeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="cpu-mini", choices=sorted(PROFILES), help="default cpu-mini")

@@ -1,6 +1,5 @@
-"""What a miniature run reports: each arm's metrics over seeds, the statistics of the comparison
-read from the prediction files (`stats`: intervals, paired gains, McNemar, per task, online success),
-the arms alone as `summary.json` holds them, and the Markdown tables."""
+"""What a miniature run reports: each arm's metrics over seeds, the statistics of the comparison read
+from the prediction files (`stats`), and the Markdown tables."""
 
 from __future__ import annotations
 
@@ -21,8 +20,6 @@ ARMS: tuple[str, ...] = ("random", "sft", "sft_grpo")
 #: The SFT warm start both trained arms begin from, scored as a reference beside the arms.
 WARM = "warm"
 METRICS: tuple[str, ...] = ("format_rate", "click_accuracy", "strict_step_success")
-METRIC_NAMES = {"format_rate": "format rate %", "click_accuracy": "click accuracy %",
-                "strict_step_success": "strict step success %"}
 #: Where a run's result keeps the warm start's metrics, and its row's name in the tables.
 WARM_RESULT, WARM_LABEL = "warm_start", "warm start (reference)"
 #: The comparison the study is about: the gain of `GAIN_ARM` over `GAIN_VS` (the SFT continuation).
@@ -35,7 +32,7 @@ BLIND_SUFFIX = "_blind"
 
 
 def blind_arm(arm: str) -> str:
-    """The name an arm's blind scoring goes by in a result's "predictions" (`sft` -> `sft_blind`)."""
+    """The name an arm's blind scoring goes by (`sft` -> `sft_blind`)."""
     return f"{arm}{BLIND_SUFFIX}"
 
 
@@ -54,9 +51,8 @@ def mean_or_none(values: Iterable[float | None]) -> float | None:
 
 
 def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
-    """The seeds' results (`runner.run_seed` outputs, by seed) as one: every arm's and the warm
-    start's metrics over seeds, per-task click accuracy, each seed's compute, folders, seconds and
-    (when it ran online stages) online results, and the statistics of the comparison (`stats`)."""
+    """The seeds' results (`runner.run_seed` outputs, by seed) as one, with the statistics of the
+    comparison."""
     seeds = list(per_seed)
     result: dict[str, Any] = {arm: {m: aggregate([per_seed[s]["metrics"][arm][m] for s in seeds]) for m in METRICS}
                               for arm in ARMS}
@@ -86,32 +82,31 @@ def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
     return result
 
 
-def _lean(value: Mapping) -> dict:
+def lean(value: Mapping) -> dict:
     """An interval's mean, bounds and per-seed values (what summaries keep of it)."""
     return {k: value[k] for k in ("mean", "ci95", "per_seed")}
 
 
 def blind_summary(st: Mapping) -> dict:
-    """What a result keeps of the blind check (`study_statistics`' "looks" and "distinct"): `looks`,
-    `{arm: {"mean", "ci95", "per_seed"}}`, each arm's click accuracy minus its blind score, paired on
-    rows; `distinct_answers`, `{arm: {task: stats.distinct_answers' figures}}`. Empty without blind stages."""
+    """What a result keeps of the blind check: `looks` (each arm's click accuracy minus its blind score,
+    paired on rows) and `distinct_answers`. Empty without blind stages."""
     out: dict[str, Any] = {}
     if st.get("looks"):
-        out["looks"] = {a: _lean(v) for a, v in st["looks"].items()}
+        out["looks"] = {a: lean(v) for a, v in st["looks"].items()}
     if st.get("distinct"):
         out["distinct_answers"] = st["distinct"]
     return out
 
 
 def read_predictions(eval_folder: str | os.PathLike) -> list[dict]:
-    """The prediction records of an evaluation folder's predictions file."""
+    """The prediction records of an evaluation folder."""
     from ..evaluate import PREDICTIONS, read_records
 
     return read_records(Path(eval_folder) / PREDICTIONS)
 
 
 def read_click_rows(eval_folder: str | os.PathLike) -> list[stats.ClickRow]:
-    """The click rows (`stats.click_rows`) of an evaluation folder's predictions file."""
+    """The click rows (`stats.click_rows`) of an evaluation folder."""
     return stats.click_rows(read_predictions(eval_folder))
 
 
@@ -119,28 +114,16 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
                      vs: str = GAIN_VS, arm: str = GAIN_ARM, n_boot: int = stats.N_BOOT,
                      seed: int = stats.BOOT_SEED, online_runs: Mapping[Any, Mapping[str, str]] | None = None,
                      ) -> dict[str, Any]:
-    """The statistics of a miniature run, from its files.
+    """The statistics of a miniature run, from its files: `predictions` is `{seed: {arm: evaluation
+    folder}}`, `online` `{seed: {arm: online.json object}}` and `online_runs` `{seed: {arm: online
+    folder}}`; the gain reported is `arm`'s click accuracy minus `vs`'s.
 
-    Args:
-        predictions: `{seed: {arm: evaluation folder}}` (`combine_seeds`' "predictions"); each
-            folder's `predictions.jsonl` is read.
-        online: `{seed: {arm: online.json object}}` of the online stages, if any ran.
-        vs, arm: the gain reported is `arm`'s click accuracy minus `vs`'s.
-        n_boot, seed: bootstrap draws and the generator's seed.
-        online_runs: `{seed: {arm: online folder}}`; each folder's `episodes.jsonl` is read for the
-            closed-loop gain.
-
-    Returns:
-        `vs`, `arm`, `seeds`, `n_boot`; `gain`: `{"click_accuracy"|"click_accuracy_parsed": {"mean",
-        "ci95", "per_seed"}}`; `mcnemar`: each seed's exact test of `vs` against `arm` (`stats.mcnemar`);
-        `arms`: every scored arm's click accuracy on all and on parsed rows with intervals, its click
-        rows per seed and the share of them that parsed; `per_task`: per arm, `stats.per_task`; with
-        blind scorings (`<arm>_blind` folders; they count as arms above too) `looks`: `{arm: each
-        arm's click accuracy minus its blind score, paired on rows (`stats.bootstrap_gain`)}` and
-        `distinct`: `{arm: stats.distinct_answers}` for every scored arm, blind ones included; and,
-        with `online`, `online`: `{arm: {"success": {"mean", "ci95", "per_seed", "episodes"}}}`; with
-        `online_runs` too, `online_gain`: `arm`'s closed-loop success minus `vs`'s, paired on the
-        episodes both played (`stats.bootstrap_gain` over `stats.episode_rows`).
+    Returns `vs`, `arm`, `seeds`, `n_boot`; `gain` (click accuracy on all and on parsed rows, paired:
+    `stats.bootstrap_gain`) and `mcnemar` per seed; `arms`: every scored arm's accuracy with intervals,
+    click rows per seed and the share that parsed; `per_task`; with blind scorings (`<arm>_blind`, which
+    count as arms too) `looks`, each arm's click accuracy minus its blind score, and `distinct`
+    (`stats.distinct_answers`); with `online`, each arm's success, and with `online_runs` too,
+    `online_gain`, paired on the episodes both arms played.
     """
     seeds = sorted(int(s) for s in predictions)
     folders = {int(s): f for s, f in predictions.items()}
@@ -169,7 +152,7 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
 
 
 def _episode_rows(result: Mapping, folder: str | os.PathLike) -> list[stats.ClickRow]:
-    """The episodes an online result (`online.json`'s object) counted, read from `folder`'s episodes file."""
+    """The episodes an online result counted, read from `folder`'s episodes file."""
     path = Path(folder) / EPISODES_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path}: the episodes of this online result are not there")
@@ -180,8 +163,7 @@ def _episode_rows(result: Mapping, folder: str | os.PathLike) -> list[stats.Clic
 
 
 def _arm_statistics(rows: Mapping[int, Sequence[stats.ClickRow]], n_boot: int, seed: int) -> dict[str, Any]:
-    """One arm's click accuracy on all rows and on parsed rows with intervals, its click rows per
-    seed and the share of them whose answer parsed."""
+    """One arm's click accuracy on all and on parsed rows, its click rows per seed and the share that parsed."""
     out: dict[str, Any] = {key: stats.bootstrap_accuracy(rows, key.endswith("_parsed"), n_boot, seed)
                            for key in CLICK_KEYS}
     n = sum(len(r) for r in rows.values())
@@ -192,8 +174,7 @@ def _arm_statistics(rows: Mapping[int, Sequence[stats.ClickRow]], n_boot: int, s
 
 def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int = stats.N_BOOT,
                       seed: int = stats.BOOT_SEED) -> dict[str, dict]:
-    """`{arm: {"success": stats.bootstrap_success(...)}}` for every arm with an online result on
-    every seed (`online`: `{seed: {arm: online.json object}}`)."""
+    """`{arm: {"success": stats.bootstrap_success(...)}}` for every arm that played on every seed."""
     seeds = sorted(online, key=int)
     arms = [a for a in (*ARMS, WARM) if all(a in (online[s] or {}) for s in seeds)]
     return {a: {"success": stats.bootstrap_success({int(s): stats.online_counts(online[s][a]) for s in seeds},
@@ -201,10 +182,8 @@ def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int =
 
 
 def arm_results(result: dict) -> dict:
-    """The arms' metrics (`{"random"|"sft"|"sft_grpo": {metric: {"mean", "std", "per_seed"}}}`, each
-    with its blind score, `"blind": {"click_accuracy": {"mean", "std", "per_seed"}}`, when the run
-    scored it) and, with blind scorings, `"looks": {arm: {"mean", "ci95", "per_seed"}}` (click
-    accuracy minus the blind score, paired on rows), as `summary.json` reports them under "miniature"."""
+    """The arms' metrics (each with its blind score) and `looks`, as `summary.json` reports them under
+    "miniature"."""
     out = {arm: result[arm] for arm in ARMS}
     if result.get("looks"):
         out["looks"] = result["looks"]
@@ -224,12 +203,9 @@ def with_interval(value: Mapping | None, signed: bool = False) -> str:
 
 
 def miniature_table(result: dict) -> str:
-    """A Markdown table of `run_miniature`'s result, one row per arm: format rate, click accuracy on
-    all rows and on parsed rows with their 95 % intervals, strict step success and, when the run
-    went online, closed-loop success; with the blind check, each arm's click accuracy on white
-    screens and how much it `looks` (click accuracy minus that, paired on rows); then the gain of
-    SFT → GRPO over SFT with its interval, each seed's paired difference and McNemar test, and what
-    the figures are over."""
+    """A Markdown table of `run_miniature`'s result, one row per arm (with the blind check and online
+    success when the run has them), then the gain of SFT → GRPO over SFT with its interval, each
+    seed's paired difference and McNemar test, and what the figures are over."""
     st = result.get("stats") or {}
     arms, online, looks = st.get("arms") or {}, st.get("online") or {}, st.get("looks") or {}
     heads = ["arm", "format rate %", "click accuracy % [95 % CI]", "click accuracy on parsed rows % [95 % CI]",
@@ -237,7 +213,6 @@ def miniature_table(result: dict) -> str:
                                           "looks: seeing − white, points [95 % CI]"] if looks else []) \
         + (["online success % [95 % CI]"] if online else [])
     lines = [f"| {' | '.join(heads)} |", "|---|" + "---:|" * (len(heads) - 1)]
-    # the warm start both trained arms begin from, as a reference row when the run scored it
     rows = [(arm, arm, result[arm]) for arm in ARMS[:1]]
     rows += [(WARM, WARM_LABEL, result[WARM_RESULT])] if result.get(WARM_RESULT) else []
     rows += [(arm, arm, result[arm]) for arm in ARMS[1:]]
@@ -256,7 +231,7 @@ def miniature_table(result: dict) -> str:
 
 
 def _gain_lines(st: Mapping) -> list[str]:
-    """The gain's sentences (none when the run has no gain to report)."""
+    """The gain's sentences (none without a gain)."""
     gain = st.get("gain")
     if not gain:
         return []
@@ -272,7 +247,7 @@ def _gain_lines(st: Mapping) -> list[str]:
 
 
 def _online_gain_line(st: Mapping) -> list[str]:
-    """The closed-loop gain's sentence (none when the run did not play both arms online)."""
+    """The closed-loop gain's sentence (none when the two arms did not both play online)."""
     gain = st.get("online_gain")
     if not gain or gain.get("mean") is None:
         return []
@@ -294,8 +269,8 @@ def _table_note(result: Mapping, st: Mapping) -> str:
 
 
 def per_task_table(result: dict) -> str:
-    """A Markdown table of click accuracy per task (mean over seeds, %) for every scored arm, with
-    each task's held-out rows that have a click target and the episodes they come from."""
+    """A Markdown table of click accuracy per task (mean over seeds, %) for every scored arm, with each
+    task's click rows and episodes."""
     per_task = (result.get("stats") or {}).get("per_task")
     if not per_task:
         return "(no per-task statistics: the run's predictions were not read)"
@@ -311,10 +286,9 @@ def per_task_table(result: dict) -> str:
 
 
 def blind_task_table(result: dict) -> str:
-    """A Markdown table of the blind check per task: the task's held-out click rows and distinct
-    target boxes, then for every scored arm its click accuracy seeing and on white screens (mean
-    over seeds, %) and how many distinct points it answers (mean over seeds): one answer for many
-    targets is a positional prior, not grounding."""
+    """A Markdown table of the blind check per task: for every scored arm its click accuracy seeing and
+    on white screens and how many distinct points it answers (means over seeds), against the task's
+    distinct targets: one answer for many targets is a positional prior, not grounding."""
     st = result.get("stats") or {}
     per_task, distinct = st.get("per_task") or {}, st.get("distinct") or {}
     arms = [a for a in (ARMS[0], WARM, *ARMS[1:]) if a in distinct and blind_arm(a) in per_task]
@@ -334,9 +308,8 @@ def blind_task_table(result: dict) -> str:
 
 
 def spread_over_tasks(records: Sequence[dict], k: int) -> list[dict]:
-    """Up to `k` of `records`, the tasks taken in turn (each task's first record, then each task's
-    second, …), so that a gallery of a few shows many tasks. Records whose id is not a MiniWoB++ row
-    count as one task.
+    """Up to `k` of `records`, the tasks taken in turn, so that a gallery of a few shows many tasks.
+    Records whose id is not a MiniWoB++ row count as one task.
 
     Example:
     >>> ids = ["miniwob/a/seed1/step0", "miniwob/a/seed2/step0", "miniwob/b/seed1/step0"]
@@ -357,9 +330,8 @@ def spread_over_tasks(records: Sequence[dict], k: int) -> list[dict]:
 
 def transfer_file(source: str | os.PathLike, trained_tasks: Sequence[str] | None, path: str | os.PathLike,
                   per_task: int) -> Path | None:
-    """The rows of `source` (a MiniWoB++ benchmark file) whose task the miniature never trained on
-    (not in `trained_tasks`), the first `per_task` of each such task, written to `path` (benchmark
-    schema): how the policy transfers. None when every task of `source` was trained on."""
+    """The first `per_task` rows of each task of `source` not in `trained_tasks`, written to `path`:
+    how the policy transfers. None when every task of `source` was trained on."""
     from ..data import load_gui_r1, write_gui_r1
 
     rows = load_gui_r1(source).samples

@@ -1,11 +1,11 @@
-"""How sure the miniature's comparison is: click accuracy on all rows and on parsed rows, per task,
-paired per-seed gains, McNemar's exact test on one seed's rows, and a two-level bootstrap interval
-(model seeds, then held-out episodes) of a level or a gain. Pure functions over prediction records.
+"""How sure the miniature's comparison is: click accuracy, per task, paired per-seed gains, McNemar's
+exact test, and a two-level bootstrap interval (model seeds, then held-out episodes) of a level or a
+gain. Pure functions over prediction records.
 
-Why two levels: an arm's figure moves with the model seed (weights, tokenizer, training order) and
-with the held-out set, which is a sample of pages. The held-out rows come in episodes (the steps of
-one page share its layout and its instruction), so episodes, not rows, are what is resampled; and
-every seed and both arms are scored on the same episodes, so one draw of episodes serves them all.
+Why two levels: an arm's figure moves with the model seed and with the held-out set, a sample of
+pages. The held-out rows come in episodes (the steps of one page share its layout and instruction),
+so episodes, not rows, are resampled; every seed and both arms are scored on the same episodes, so
+one draw of episodes serves them all.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ BOOT_SEED = 0
 
 @dataclass(frozen=True)
 class ClickRow:
-    """One scored row with a click target (a row click accuracy counts): its id, task and episode
-    (`<task>/seed<N>`), whether the predicted point hit the box and whether the answer parsed."""
+    """One scored row with a click target: its id, task and episode (`<task>/seed<N>`), whether the
+    predicted point hit the box and whether the answer parsed."""
 
     id: str
     task: str
@@ -49,9 +49,7 @@ def episode_of(sample_id: str) -> str:
 
 
 def click_rows(records: Iterable[Mapping]) -> list[ClickRow]:
-    """The prediction records (`evaluate.make_record`) that have a click target, in order: the rows
-    whose `metrics.grounding_hit` is not None, as click accuracy counts them. An answer parsed when
-    the record has no `parse_error`.
+    """The prediction records that have a click target (`metrics.grounding_hit` not None), in order.
 
     Example:
     >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
@@ -68,11 +66,10 @@ def click_rows(records: Iterable[Mapping]) -> list[ClickRow]:
 
 
 def episode_rows(episodes: Iterable[Mapping], tasks: Iterable[str], seeds: Iterable[int]) -> list[ClickRow]:
-    """The closed-loop episodes (`episodes.jsonl` records of the online evaluator) of `tasks` x `seeds`
-    as rows, one per episode: `hit` is the episode solved, `parsed` that it did not end on an
-    unparsable answer. Two arms that played the same task pages get rows with the same ids, so
-    `bootstrap_gain` pairs them and draws episodes as it draws held-out episodes offline. The last
-    record of an episode counts; an episode of `tasks` x `seeds` without a record is an error.
+    """The closed-loop episodes (`episodes.jsonl` records) of `tasks` x `seeds` as rows, one per episode:
+    `hit` is the episode solved, `parsed` that it did not end on an unparsable answer. Two arms that
+    played the same pages get the same ids, so `bootstrap_gain` pairs them. The last record of an
+    episode counts; an episode without a record is an error.
 
     Example:
     >>> eps = [{"task": "click-tab", "seed": 2000, "success": True, "end": "done"}]
@@ -89,8 +86,7 @@ def episode_rows(episodes: Iterable[Mapping], tasks: Iterable[str], seeds: Itera
 
 
 def accuracy(rows: Sequence[ClickRow], parsed_only: bool = False) -> float | None:
-    """The fraction of `rows` that hit; over the rows whose answer parsed when `parsed_only`. None
-    when no row counts.
+    """The fraction of `rows` that hit (of those that parsed when `parsed_only`); None when none counts.
 
     Example:
     >>> rows = [ClickRow("a", "t", "t/seed1", True, True), ClickRow("b", "t", "t/seed1", False, False)]
@@ -102,9 +98,8 @@ def accuracy(rows: Sequence[ClickRow], parsed_only: bool = False) -> float | Non
 
 
 def per_task(rows_by_seed: Mapping[int, Sequence[ClickRow]]) -> dict[str, dict]:
-    """Click accuracy per task over seeds: `{task: {"rows", "episodes", "accuracy", "per_seed"}}`,
-    where `rows` and `episodes` count the task's distinct held-out rows and episodes, `accuracy` is
-    the mean over seeds and `per_seed` lists each seed's figure in the order of `rows_by_seed`."""
+    """Click accuracy per task: `{task: {"rows", "episodes", "accuracy", "per_seed"}}`, counting the
+    task's distinct rows and episodes; `accuracy` is the mean over seeds."""
     tasks = sorted({r.task for rows in rows_by_seed.values() for r in rows})
     out = {}
     for task in tasks:
@@ -123,15 +118,10 @@ def _point(value: Sequence[float] | None) -> tuple[float, ...] | None:
 
 
 def distinct_answers(records_by_seed: Mapping[int, Iterable[Mapping]]) -> dict[str, dict]:
-    """Per task, how many different places an arm clicks against how many different targets: a
-    policy that answers one point for every page of a task is not reading the page, whatever its
-    accuracy. Over the click rows (`click_rows`) of each seed's prediction records:
-
-    `{task: {"rows", "distinct_targets", "distinct_answers", "distinct_answers_per_seed", "no_point"}}`,
-    where `rows` and `distinct_targets` count the task's distinct rows and target boxes, each seed's
-    distinct answers count the distinct predicted points (an answer without a point is not one),
-    `distinct_answers` is their mean over seeds and `no_point` the rows answered without a point,
-    summed over seeds.
+    """Per task, over the click rows, how many different points an arm answers (mean over seeds; an
+    answer without a point is not one) against how many different targets: a policy that answers one
+    point for every page of a task is not reading the page, whatever its accuracy. `no_point` counts
+    the rows answered without a point, summed over seeds.
 
     Example:
     >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
@@ -165,8 +155,8 @@ def paired(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> tuple[list[ClickRow]
 
 def paired_differences(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence[ClickRow]],
                        parsed_only: bool = False) -> dict[int, float | None]:
-    """Per seed, arm `b`'s click accuracy minus arm `a`'s on the rows both scored (each on its own
-    parsed rows when `parsed_only`); None where either arm has no row to count.
+    """Per seed, arm `b`'s click accuracy minus arm `a`'s on the rows both scored; None where either
+    arm has no row to count.
 
     Example:
     >>> hit, miss = ClickRow("r1", "t", "t/seed1", True, True), ClickRow("r1", "t", "t/seed1", False, True)
@@ -184,9 +174,8 @@ def paired_differences(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequ
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: under "the arms are alike", each of the `only_a + only_b`
-    discordant rows (hit by one arm only) is arm b's with probability 1/2, so the smaller count is
-    binomial; p = 2 P(X ≤ min), at most 1.
+    """Two-sided exact McNemar p-value: under "the arms are alike" each discordant row (hit by one arm
+    only) is arm b's with probability 1/2, so p = 2 P(X ≤ min), X binomial, at most 1.
 
     Example:
     >>> mcnemar_exact(1, 9)  # 2 * (1 + 10) / 2**10
@@ -200,8 +189,8 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def mcnemar(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> dict:
-    """McNemar's exact test of two arms on the rows both scored (one seed): the 2 × 2 counts
-    (`both` hit, `only_a`, `only_b`, `neither`), their total `n` and the two-sided `p_value`."""
+    """McNemar's exact test of two arms on the rows both scored (one seed): the 2 × 2 counts, `n` and
+    `p_value`."""
     ra, rb = paired(a, b)
     pairs = list(zip((r.hit for r in ra), (r.hit for r in rb), strict=True))
     table = {"both": pairs.count((True, True)), "only_a": pairs.count((True, False)),
@@ -252,7 +241,7 @@ def _interval(arms: Sequence[Mapping[int, Sequence[ClickRow]]], signs: Sequence[
 
 
 def _draw_counts(rng: np.random.Generator, n: int, n_boot: int) -> np.ndarray:
-    """`n_boot` draws of `n` items out of `n` with replacement, as counts: n_boot × n."""
+    """`n_boot` draws of `n` out of `n` items with replacement, as counts: n_boot × n."""
     picks = rng.integers(0, n, size=(n_boot, n)) + n * np.arange(n_boot)[:, None]
     return np.bincount(picks.ravel(), minlength=n_boot * n).reshape(n_boot, n)
 
@@ -263,13 +252,8 @@ def _float(v: float) -> float | None:
 
 def bootstrap_accuracy(rows_by_seed: Mapping[int, Sequence[ClickRow]], parsed_only: bool = False,
                        n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
-    """One arm's click accuracy (on its parsed rows when `parsed_only`) over seeds, with a 95 %
-    bootstrap interval that draws seeds, then held-out episodes, with replacement.
-
-    Returns:
-        `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}`: `mean` is the mean over seeds of each
-        seed's accuracy; `ci95` the 2.5th and 97.5th percentiles of `n_boot` draws (None, and a None
-        mean, when no row counts).
+    """One arm's click accuracy over seeds, `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}`, with a
+    95 % bootstrap interval that draws seeds, then held-out episodes (None when no row counts).
 
     Example:
     >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 3, True) for i in range(4)]
@@ -281,14 +265,9 @@ def bootstrap_accuracy(rows_by_seed: Mapping[int, Sequence[ClickRow]], parsed_on
 
 def bootstrap_gain(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence[ClickRow]],
                    parsed_only: bool = False, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
-    """Arm `b`'s click accuracy minus arm `a`'s (the gain of `b` over `a`), paired: per seed both
-    arms on the rows both scored, and in each bootstrap draw the same seeds and the same episodes
-    for both arms. `parsed_only`: each arm's accuracy on its own parsed rows (a gain not made by
-    answering in format more often).
-
-    Returns:
-        `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}` as `bootstrap_accuracy`; `per_seed` are the
-        paired differences, `mean` their mean.
+    """Arm `b`'s click accuracy minus arm `a`'s, as `bootstrap_accuracy`, paired: per seed both arms on
+    the rows both scored, and in each draw the same seeds and episodes for both. `parsed_only`: each
+    arm on its own parsed rows (a gain not made by answering in format more often).
 
     Example:
     >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 2, True) for i in range(4)]
@@ -303,8 +282,7 @@ def bootstrap_gain(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence
 
 
 def online_counts(result: Mapping) -> dict[str, tuple[int, int]]:
-    """`{task: (episodes solved, episodes)}` of one online evaluation (`online.json`'s object, whose
-    `tasks` hold each task's `success` fraction and `episodes`).
+    """`{task: (episodes solved, episodes)}` of one online evaluation (`online.json`'s object).
 
     Example:
     >>> online_counts({"success": 0.5, "tasks": {"click-tab": {"success": 0.25, "episodes": 4}}})
@@ -316,15 +294,10 @@ def online_counts(result: Mapping) -> dict[str, tuple[int, int]]:
 
 def bootstrap_success(counts_by_seed: Mapping[int, Mapping[str, tuple[int, int]]], n_boot: int = N_BOOT,
                       seed: int = BOOT_SEED) -> dict:
-    """Closed-loop success over seeds (`{seed: online_counts(...)}`), with a 95 % bootstrap interval:
-    seeds drawn with replacement, then each seed's episodes of each task drawn with replacement
-    (a binomial draw at that task's rate). Only counts are kept per task, so episodes are drawn
-    within each seed rather than shared across seeds: the interval is, if anything, wider.
-
-    Returns:
-        `{"mean", "ci95": [lo, hi], "per_seed", "seeds", "episodes"}`: `mean` is the mean over seeds
-        of each seed's share of episodes solved; `episodes` each seed's episode count (no figures
-        when a seed has no episode).
+    """Closed-loop success over seeds (`{seed: online_counts(...)}`) as `bootstrap_accuracy`, plus each
+    seed's `episodes`: seeds drawn, then each seed's episodes of each task (a binomial draw at its
+    rate). Only counts are kept, so episodes are drawn within each seed rather than shared across
+    seeds: the interval is, if anything, wider. No figures when a seed has no episode.
 
     Example:
     >>> out = bootstrap_success({0: {"a": (3, 4)}, 1: {"a": (1, 4)}}, n_boot=200)
