@@ -81,8 +81,8 @@ class ValidationReport:
         return out
 
     def summary(self, limit: int = 5) -> str:
-        """The report for a person: totals, then per file its whole-file errors and, per column at
-        fault, the rows skipped, up to `limit` of them by number, and the first message."""
+        """The report for a person: totals, then per file its whole-file errors and its row errors by
+        column (up to `limit` row numbers each)."""
         lines = [f"{len(self.files)} file(s): read {self.rows_read} rows, kept {self.rows_kept}, "
                  f"skipped {self.rows_skipped}"]
         for f in self.files:
@@ -92,7 +92,7 @@ class ValidationReport:
         return "\n".join(lines)
 
     def empty_files(self) -> list[str]:
-        """The files that gave no usable row (unreadable, a required column missing, every row bad)."""
+        """The files that gave no usable row."""
         return [f for f in self.files if not self.kept_by_file.get(f)]
 
     def skipped(self) -> dict:
@@ -129,13 +129,12 @@ def _error_lines(errors: list[RowError], limit: int) -> list[str]:
         return "row" if n == 1 else "rows"
 
     lines = []
+    groups: dict[str | None, list[RowError]] = {}
     for e in errors:
         if e.row is None:
             where = (f", column {e.column!r}" if e.column else "") + (f", {e.rows} {plural(e.rows)}" if e.rows else "")
             lines.append(f"  - whole file{where}: {e.message}")
-    groups: dict[str | None, list[RowError]] = {}
-    for e in errors:
-        if e.row is not None:
+        else:
             groups.setdefault(e.column, []).append(e)
     for column, group in groups.items():
         rows = ", ".join(str(e.row) for e in group[:limit]) + (", …" if len(group) > limit else "")
