@@ -1,10 +1,5 @@
-"""Evaluate a policy (or a baseline) on GUI-R1 benchmark files: batched greedy generation with the
-training prompts, each completion read by `actions.parse_completion`, its point mapped from the
-model's frame back to the stored image's pixels, records appended to a resumable JSONL file, and
-the metrics of `metrics.py` written as JSON and Markdown. The output folder's `run.json` records
-what made the predictions, so that a folder is only ever resumed by the run that began it.
-
-One job per module, every public name importable from here:
+"""Evaluate a policy (or a baseline) on GUI-R1 benchmark files. One job per module, every public
+name importable from here:
 
 - `presets.py`: prediction settings under one name (`PRESETS`) and the settings a run resolves;
 - `completers.py`: what answers (`Completer`, the oracle and random baselines, `ModelCompleter`);

@@ -1,6 +1,4 @@
-"""`python -m gui_r1_lite.evaluate ...`: the evaluation command, `--suite` included. It is
-`evaluate_cli`'s (the suite is built on this package, so the command that dispatches to both sits
-beside them); this file only hands over to it."""
+"""`python -m gui_r1_lite.evaluate ...`: hands over to the command, `evaluate_cli` (`--suite` included)."""
 
 import sys
 

@@ -20,8 +20,7 @@ from ..runfolder import digest
 
 @dataclass
 class Benchmark:
-    """Validated benchmark rows (`load_benchmark`): the samples, the validation report of the
-    files they came from, the benchmark's name and the files (none for samples given in memory)."""
+    """Validated benchmark rows (`load_benchmark`); `files` is empty for samples given in memory."""
 
     samples: list[Sample]
     report: ValidationReport
@@ -41,13 +40,11 @@ class Benchmark:
         return [{"samples": len(self.samples), "sha256": h.hexdigest()}]
 
     def require_rows(self) -> None:
-        """Raise `RunFailed` with the validation summary (file, row, column, why) when no row is
-        usable, or when one of the files gave none (a benchmark silently missing a file would
-        score something else)."""
+        """Raise `RunFailed` with the validation summary when no row is usable, or when one of the
+        files gave none (a benchmark silently missing a file would score something else)."""
         if not self.samples:
             raise RunFailed(f"nothing to evaluate in {self.name}: no row passed validation\n{self.report.summary()}")
-        empty = self.report.empty_files()
-        if empty:
+        if empty := self.report.empty_files():
             raise RunFailed(f"{len(empty)} of {len(self.report.files)} file(s) in {self.name} gave no usable row "
                             f"({', '.join(empty)}); fix or remove them\n{self.report.summary()}")
 
@@ -64,7 +61,7 @@ def row_keys(samples: Iterable[Sample]) -> list[str]:
 
 def load_benchmark(data: Any, limit: int | None = None) -> Benchmark:
     """The validated rows of a benchmark file, a folder of them (`limit` rows per file), a
-    `Dataset` or a list of samples (`limit` rows in all), with the validation report."""
+    `Dataset` or a list of samples (`limit` rows in all)."""
     if isinstance(data, Benchmark):
         return data
     if isinstance(data, Dataset):
@@ -73,15 +70,11 @@ def load_benchmark(data: Any, limit: int | None = None) -> Benchmark:
         n = len(data[:limit])
         return Benchmark(list(data)[:limit], ValidationReport(rows_read=n, rows_kept=n), "samples")
     files = resolve_files(data)
-    samples: list[Sample] = []
-    reports = []
-    for f in files:
-        ds = load_gui_r1(f, limit=limit)
-        samples += ds.samples
-        reports.append(ds.report)
+    loaded = [load_gui_r1(f, limit=limit) for f in files]
+    samples = [s for ds in loaded for s in ds.samples]
     path = Path(data)
     name = path.stem if path.is_file() else (path.name or str(data))
-    return Benchmark(samples, ValidationReport.combine(reports), name, files)
+    return Benchmark(samples, ValidationReport.combine([ds.report for ds in loaded]), name, files)
 
 
 def samples_by_id(data: Any, limit: int | None = None) -> dict[str, Sample]:

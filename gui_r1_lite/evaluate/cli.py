@@ -21,7 +21,6 @@ import argparse
 from pathlib import Path
 
 from ..actions import COMPATS
-from ..blind import blind_record
 from ..errors import UsageError
 from ..metrics import to_markdown
 from ..modeling import QUANTIZATIONS
@@ -30,16 +29,7 @@ from .benchmark import load_benchmark
 from .completers import BASELINES, Completer, ModelCompleter, make_baseline
 from .predictions import PREDICTIONS
 from .presets import DEFAULT_PRESET, PRESETS, check_settings, prediction_settings
-from .run import (
-    BLIND_NOTE,
-    METRICS_JSON,
-    METRICS_MD,
-    evaluate,
-    open_run_folder,
-    resolve_completer,
-    run_about,
-    run_record,
-)
+from .run import BLIND_NOTE, METRICS_JSON, METRICS_MD, evaluate, open_run, resolve_completer
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -93,8 +83,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def policy_from_args(args: argparse.Namespace) -> tuple[Completer | None, dict, str, dict]:
     """The command line's policy before any model loads: the baseline (None for a model), the
-    identity its run folders record (`completer_identity`, `model_identity`), its name, and the
-    settings as `evaluate` will resolve them (`resolve_completer`)."""
+    identity its run folders record, its name, and the settings as `evaluate` will resolve them."""
     if args.model is None:
         baseline, settings = resolve_completer(make_baseline(args.baseline, args.seed), args.settings, args.seed)
         return baseline, completer_identity(baseline), baseline.name, settings
@@ -114,10 +103,8 @@ def load_model_completer(args: argparse.Namespace, name: str) -> ModelCompleter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line: evaluate a model or a baseline on benchmark files and print the metrics
-    (`--suite`, every GUI-R1 benchmark file of a folder, runs through `evaluate_cli`, which the
-    `gui-r1-lite evaluate` command is). Everything that can be checked without the model (flags,
-    --out, the data, what the run folder holds) is checked before the model loads."""
+    """Evaluate a model or a baseline on one benchmark and print the metrics (`--suite` runs through
+    `evaluate_cli`). Everything that can be checked without the model is checked before it loads."""
     args = parse_args(argv)
     if args.suite is not None:
         raise UsageError("--suite runs through the command, evaluate_cli.main (python -m gui_r1_lite.evaluate "
@@ -126,9 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = load_benchmark(args.data, args.limit)
     bench.require_rows()
     policy, identity, name, s = policy_from_args(args)
-    made_by = blind_record(run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"],
-                                      s["max_new_tokens"], args.limit), args.blind)
-    open_run_folder(args.out, made_by, overwrite=args.overwrite, about=run_about(name, bench, s))
+    open_run(args.out, bench, identity, name, s, args.compat, args.limit, blind=args.blind, overwrite=args.overwrite)
     policy = policy or load_model_completer(args, name)
     summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat, limit=args.limit,
                        seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],

@@ -1,6 +1,5 @@
 """What produces completions: the `Completer` protocol `predict` calls, the oracle and random
-baselines, and `ModelCompleter` (batched generation with a loaded policy, every decoding field set
-here, none refilled from the model's own generation config)."""
+baselines, and `ModelCompleter` (batched generation with a loaded policy)."""
 
 from __future__ import annotations
 
@@ -43,8 +42,8 @@ class Completer(Protocol):
 
     def complete(self, rows: Sequence[EvalRow], images: Sequence[Any], keys: Sequence[str],
                  max_new_tokens: int) -> list[str]:
-        """One completion per row: `images` are the rows' screenshots already in the model frame,
-        `keys` the rows' record ids, `max_new_tokens` the longest answer."""
+        """One completion per row; `images` are the rows' screenshots already in the model frame,
+        `keys` the rows' record ids."""
         ...
 
 
@@ -64,7 +63,6 @@ class OracleBaseline:
         return out
 
     def identity(self) -> dict:
-        """What makes its answers (compared when a run folder is resumed)."""
         return {"baseline": "oracle"}
 
 
@@ -79,7 +77,6 @@ class RandomBaseline:
         self.seed = seed
 
     def identity(self) -> dict:
-        """What makes its answers (compared when a run folder is resumed)."""
         return {"baseline": "random", "seed": self.seed}
 
     def complete(self, rows, images, keys, max_new_tokens):
@@ -103,7 +100,7 @@ BASELINES = {"oracle": OracleBaseline, "random": RandomBaseline}
 
 
 def make_baseline(name: str, seed: int = 0) -> Completer:
-    """The baseline called `name` ("oracle" or "random"; `seed` seeds the random one)."""
+    """The baseline called `name`; `seed` seeds the random one."""
     if name == "oracle":
         return OracleBaseline()
     if name == "random":
@@ -121,10 +118,9 @@ def processor_pixels(processor) -> tuple[int | None, int | None]:
 class ModelCompleter:
     """Batched generation with a loaded policy (`modeling.Policy` or anything with `.model`,
     `.processor` and `.device`), named `name` in the records (default: the policy's source).
-    Greedy by default (evaluation); `do_sample=True` samples at `temperature` with nucleus `top_p`
-    and draws `num_return_sequences` answers per prompt (difficulty curation, as GRPO samples its
-    groups). `repetition_penalty` None means none (1.0) unless `evaluate`'s preset sets one (the
-    paper's is 1.05). No decoding setting comes from the model's own generation config."""
+    Greedy by default; `do_sample=True` samples `num_return_sequences` answers per prompt as GRPO
+    samples its groups (difficulty curation). `repetition_penalty` None means none (1.0) unless
+    `evaluate`'s preset sets one. No decoding setting comes from the model's own generation config."""
 
     def __init__(self, policy, name: str | None = None, *, do_sample: bool = False, temperature: float = 1.0,
                  top_p: float = 1.0, num_return_sequences: int = 1, repetition_penalty: float | None = None):
@@ -143,20 +139,19 @@ class ModelCompleter:
 
     @property
     def penalty(self) -> float:
-        """The repetition penalty `generate` applies (1.0: none)."""
+        """The repetition penalty `generate` applies."""
         return 1.0 if self.repetition_penalty is None else float(self.repetition_penalty)
 
     def with_repetition_penalty(self, value: float) -> ModelCompleter:
-        """A copy of this completer (same policy, name and sampling) with `repetition_penalty` `value`."""
+        """A copy of this completer with `repetition_penalty` `value`."""
         return ModelCompleter(self.policy, self.name, do_sample=self.do_sample, temperature=self.temperature,
                               top_p=self.top_p, num_return_sequences=self.num_return_sequences,
                               repetition_penalty=value)
 
     def generation_config(self, max_new_tokens: int):
-        """The `GenerationConfig` passed to `generate`: the model's special tokens, every decoding
-        field set here. `generate` refills each field left None from the model's own
-        `generation_config`, and Qwen2.5-VL-3B-Instruct ships near-greedy sampling (temperature
-        1e-06, repetition_penalty 1.05), so None would mean greedy."""
+        """The model's `generation_config` with every decoding field set here: `generate` refills
+        each field left None from it, and Qwen2.5-VL-3B-Instruct ships near-greedy sampling
+        (temperature 1e-06, repetition_penalty 1.05)."""
         if self._generation_config is None:
             config = copy.deepcopy(self.policy.model.generation_config)
             fields = dict(SAMPLING_FIELDS, temperature=self.temperature, top_p=self.top_p) if self.do_sample \
@@ -171,9 +166,8 @@ class ModelCompleter:
 
     def generate(self, messages: Sequence[list], images: Sequence[Any], model_sizes: Sequence[tuple[int, int]],
                  ids: Sequence[str], max_new_tokens: int) -> list[str]:
-        """Completions for chat `messages` with their model-frame `images`; `num_return_sequences`
-        consecutive completions per prompt. Checks the processor sees each image at `model_sizes`
-        (else predicted points would be read in the wrong frame)."""
+        """`num_return_sequences` consecutive completions per chat of `messages`. Checks the processor
+        sees each image at `model_sizes` (else predicted points would be read in the wrong frame)."""
         import torch
 
         processor = self.policy.processor
@@ -206,7 +200,7 @@ class ModelCompleter:
                              [r.sample.id for r in rows], max_new_tokens)
 
     def identity(self) -> dict:
-        """The model, adapter, quantisation and decoding settings (`model_identity`); not the name."""
+        """The model, adapter, quantisation and decoding settings (`model_identity`), not the name."""
         p = self.policy
         return model_identity(p.source, getattr(p, "adapter", None), getattr(p, "quantization", None),
                               do_sample=self.do_sample, temperature=self.temperature, top_p=self.top_p,
@@ -214,7 +208,7 @@ class ModelCompleter:
 
 
 def as_completer(policy: Any, seed: int = 0) -> Completer:
-    """A baseline name, a `Completer`, or a loaded policy -> something `predict` can call."""
+    """A baseline name, a `Completer` or a loaded policy, as something `predict` can call."""
     if isinstance(policy, str):
         return make_baseline(policy, seed)
     if hasattr(policy, "complete"):
@@ -227,9 +221,7 @@ def as_completer(policy: Any, seed: int = 0) -> Completer:
 
 def completer_pixels(completer, min_pixels, max_pixels) -> tuple[int, int]:
     """The resize bounds a run asks with: each one given, else a model's processor's, else GUI-R1's."""
-    lo, hi = min_pixels, max_pixels
-    if isinstance(completer, ModelCompleter):
-        plo, phi = processor_pixels(completer.policy.processor)
-        lo = lo if lo is not None else plo
-        hi = hi if hi is not None else phi
+    lo, hi = processor_pixels(completer.policy.processor) if isinstance(completer, ModelCompleter) else (None, None)
+    lo = min_pixels if min_pixels is not None else lo
+    hi = max_pixels if max_pixels is not None else hi
     return (lo if lo is not None else GUI_R1_MIN_PIXELS), (hi if hi is not None else GUI_R1_MAX_PIXELS)

@@ -13,7 +13,7 @@ from ..actions import parse_completion
 from ..data import EvalRow, model_view
 from ..geometry import rescale_pixels
 from ..progress import bar
-from ..runio import append_jsonl, iter_jsonl, write_jsonl_atomic
+from ..runio import append_jsonl, clean_jsonl, iter_jsonl
 from .benchmark import row_keys
 from .completers import Completer, as_completer, completer_pixels
 from .presets import DEFAULT_MAX_NEW_TOKENS
@@ -57,49 +57,22 @@ def make_record(row: EvalRow, key: str, completion: str, compat: str = "official
 
 def read_records(path: str | os.PathLike) -> list[dict]:
     """Records of a predictions file, in file order; a line cut short by a crash, and any line
-    without an "id", is skipped (a missing file has none)."""
+    without an "id", is skipped."""
     return [r for r in iter_jsonl(path) if "id" in r]
-
-
-def _clean_file(path: Path) -> dict[str, dict]:
-    """Existing records by id; rewrites the file without broken lines so appending stays valid."""
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    records = read_records(path)
-    if len(text.splitlines()) != len(records) or (text and not text.endswith("\n")):
-        write_jsonl_atomic(path, records)
-    return {r["id"]: r for r in records}
 
 
 def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, batch_size: int = 4,
             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, compat: str = "official", *,
             min_pixels: int | None = None, max_pixels: int | None = None, keys: Sequence[str] | None = None,
             seed: int = 0, progress: bool = True) -> list[dict]:
-    """Predict every row and append one record per row to `out_path` (JSONL), flushed per batch.
+    """Predict every row with `policy` (`as_completer`) and append one record per row to `out_path`
+    (JSONL), flushed per batch; return the records of `rows`, in order.
 
     Rows whose id is already in the file are skipped (resume after a crash: nothing computed is
     lost, and the finished file equals an uninterrupted run's). Only the compat of those records is
     checked here; `evaluate` checks that its folder was begun by the same policy, data and settings.
-
-    Args:
-        policy: what answers: a baseline name ("oracle", "random"), a `Completer`, or a loaded
-            policy (`modeling.Policy`), see `as_completer`.
-        rows: the rows to predict (`data.to_eval_rows`), made with the same pixel bounds as below.
-        out_path: the predictions JSONL file; records already in it are kept and not recomputed.
-        batch_size: rows per call of the policy (at least 1).
-        max_new_tokens: the longest completion generated.
-        compat: how completions are read (`actions.parse_completion`): "official" or "strict";
-            resuming a file read with another `compat` is refused.
-        min_pixels: the lower resize bound of the images (default: the processor's for a model,
-            GUI-R1's for a baseline); it must be the one `rows` were made with.
-        max_pixels: the upper resize bound, likewise.
-        keys: one unique record id per row (default `row_keys`: the sample ids, `#2`, … on repeats).
-        seed: the random baseline's seed when `policy` is "random".
-        progress: show a progress bar.
-
-    Returns:
-        The records of `rows`, in order (`make_record`).
+    `rows` must be made with the pixel bounds given (default: the processor's for a model, GUI-R1's
+    for a baseline); `keys` are unique record ids, one per row (default `row_keys`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -111,7 +84,7 @@ def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, b
         raise ValueError("keys must be unique, one per row")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done = _clean_file(out_path)
+    done = {r["id"]: r for r in clean_jsonl(out_path, lambda r: "id" in r)}
     wanted = set(keys)
     other = {r.get("compat") for k, r in done.items() if k in wanted} - {compat}
     if other:
@@ -133,7 +106,7 @@ def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, b
 
 def _complete_batch(completer: Completer, batch: Sequence[tuple[str, EvalRow]], lo: int, hi: int,
                     max_new_tokens: int) -> list[str]:
-    """One completion per (key, row) of `batch`, the images resized with the bounds the rows were made for."""
+    """One completion per (key, row) of `batch`, each image checked to be in its row's model frame."""
     images = []
     for key, row in batch:
         image, size = model_view(row.sample, lo, hi)

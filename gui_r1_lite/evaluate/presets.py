@@ -15,9 +15,9 @@ DEFAULT_PRESET = "fast"
 
 @dataclass(frozen=True)
 class Preset:
-    """Prediction settings under one name: the longest answer, the resize bounds of the screenshots
-    and the decoding. `temperature` 0 is greedy decoding (`generate` runs `do_sample=False`, where
-    `top_p` has no effect); `repetition_penalty` applies under greedy decoding too."""
+    """Prediction settings under one name. `temperature` 0 is greedy decoding (`generate` runs
+    `do_sample=False`, where `top_p` has no effect); `repetition_penalty` applies under greedy
+    decoding too."""
 
     name: str
     max_new_tokens: int
@@ -44,7 +44,7 @@ _PRESET_FIELDS = ("max_new_tokens", "min_pixels", "max_pixels", "repetition_pena
 
 
 def get_preset(preset: str | Preset) -> Preset:
-    """The preset called `preset` (`PRESETS`); a `UsageError` listing them for another name."""
+    """The preset called `preset`; a `UsageError` listing them for another name."""
     if isinstance(preset, Preset):
         return preset
     try:
@@ -57,12 +57,9 @@ def prediction_settings(preset: str | Preset | None, *, max_new_tokens: int | No
                         min_pixels: int | None = None, max_pixels: int | None = None,
                         repetition_penalty: float | None = None) -> dict[str, Any]:
     """The settings a run predicts with, as `run.json` and `metrics.json` record them: each value
-    given (not None) as it is, the others from `preset` (`PRESETS`), with the preset's name,
-    the names of its values that were `overridden`, and its decoding (`temperature`, `top_p`).
-
-    Without a preset only `max_new_tokens` gets a default (`DEFAULT_MAX_NEW_TOKENS`); the pixel
-    bounds left None are then the policy's processor's (`evaluate`), and `repetition_penalty` the
-    completer's own.
+    given (not None) as it is, the others from `preset`, with the preset's name, the names of its
+    values that were `overridden`, and its decoding. Without a preset only `max_new_tokens` gets a
+    default; the pixel bounds left None are then the processor's, `repetition_penalty` the completer's.
 
     >>> s = prediction_settings("paper", max_new_tokens=48)
     >>> s["max_new_tokens"], s["max_pixels"], s["repetition_penalty"], s["overridden"]
@@ -83,7 +80,7 @@ def prediction_settings(preset: str | Preset | None, *, max_new_tokens: int | No
 def check_settings(limit: int | None, min_pixels: int | None, max_pixels: int | None,
                    flags: dict[str, str] | None = None) -> None:
     """Refuse (`UsageError`) a row limit below 1 and pixel bounds that are not positive or not in
-    order; `flags` renames the arguments in the message (e.g. `{"limit": "--limit"}`)."""
+    order; `flags` renames the arguments in the message."""
     name = {"limit": "limit", "min_pixels": "min_pixels", "max_pixels": "max_pixels", **(flags or {})}
     if limit is not None and limit < 1:
         raise UsageError(f"{name['limit']} must be at least 1 (rows per file; leave it out for all rows), got {limit}")

@@ -29,14 +29,14 @@ BLIND_NOTE = "Blind check: every screenshot was replaced by a white image of the
 
 def run_about(policy_name: str, bench: Benchmark, settings: dict) -> dict:
     """What `run.json` notes beside the record it compares: the policy's name, the data files and
-    every prediction setting with the preset that chose it (`prediction_settings`)."""
+    every prediction setting."""
     return {"policy_name": policy_name, "data_files": [str(f) for f in bench.files], "settings": settings}
 
 
 def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max_pixels: int,
                max_new_tokens: int | None, limit: int | None) -> dict:
-    """What a run folder's predictions depend on: the policy's identity (`completer_identity`),
-    how completions are read, the resize bounds, the longest answer, the data and the row limit."""
+    """What a run folder's predictions depend on: the policy's identity, how completions are read,
+    the resize bounds, the longest answer, the data and the row limit."""
     return as_stored({"policy": policy, "compat": compat, "min_pixels": min_pixels, "max_pixels": max_pixels,
                       "max_new_tokens": max_new_tokens, "data": bench.digest, "limit": limit})
 
@@ -44,19 +44,27 @@ def run_record(bench: Benchmark, policy: dict, compat: str, min_pixels: int, max
 def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, overwrite: bool = False,
                     about: dict | None = None) -> Path:
     """Make `out_dir` the folder of the run `made_by` describes (`run_record`), before anything is
-    predicted (`runfolder.open_run_folder`): resumed when its `run.json` matches, refused with
-    `RunFolderMismatch` when it holds predictions made otherwise, unless `overwrite` deletes them."""
+    predicted: resumed when its `run.json` matches, else refused (`RunFolderMismatch`) unless
+    `overwrite` deletes its predictions."""
     return open_folder(out_dir, made_by, results=[PREDICTIONS], clear=[METRICS_JSON, METRICS_MD],
                        holds=f"predictions ({PREDICTIONS})", resume="to resume that run, run again with the same "
                        "arguments", overwrite=overwrite, about=about)
 
 
+def open_run(out_dir: str | os.PathLike, bench: Benchmark, identity: dict, name: str, settings: dict, compat: str,
+             limit: int | None, *, blind: bool, overwrite: bool) -> Path:
+    """`open_run_folder` for the policy of `identity` (named `name`) on `bench` with the resolved `settings`."""
+    made_by = blind_record(run_record(bench, identity, compat, settings["min_pixels"], settings["max_pixels"],
+                                      settings["max_new_tokens"], limit), blind)
+    return open_run_folder(out_dir, made_by, overwrite=overwrite, about=run_about(name, bench, settings))
+
+
 def resolve_completer(policy: Any, settings: dict, seed: int = 0) -> tuple[Completer, dict]:
-    """The completer for `policy` (`as_completer`) and `settings` (`prediction_settings`) made
-    whole: a `ModelCompleter` without a repetition penalty of its own gets the preset's; the pixel
-    bounds left None are the processor's for a model, GUI-R1's for a baseline. A preset's pixel
-    bounds that the policy's processor does not resize within are refused (`UsageError`): its
-    points would be read in another frame."""
+    """The completer for `policy` and `settings` (`prediction_settings`) made whole: a
+    `ModelCompleter` without a repetition penalty of its own gets the preset's; the pixel bounds
+    left None are the processor's for a model, GUI-R1's for a baseline. A preset's pixel bounds
+    that the policy's processor does not resize within are refused (`UsageError`): its points
+    would be read in another frame."""
     completer = as_completer(policy, seed)
     settings = dict(settings)
     if isinstance(completer, ModelCompleter):
@@ -83,42 +91,30 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
              overwrite: bool = False, preset: str | Preset | None = None, blind: bool = False) -> dict:
     """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
     `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` with the same arguments
-    resumes (`run.json` records what made the folder, see `open_run_folder`).
+    resumes (`open_run_folder`).
 
     Args:
         data: a benchmark parquet file, a folder of them, a `data.Dataset`, a list of samples or a
             `Benchmark` (`load_benchmark`).
-        policy: a loaded policy, a `Completer`, or "oracle"/"random" (see `as_completer`).
-        out_dir: the output folder.
+        policy: a loaded policy, a `Completer`, or "oracle"/"random" (`as_completer`).
         benchmark: the name the metrics carry (default: the file's stem or the folder's name).
-        batch_size: rows per call of the policy.
-        max_new_tokens: the longest completion generated (None: the preset's, else
-            `DEFAULT_MAX_NEW_TOKENS`).
-        compat: how completions are read and GR measured: "official" (the original's rules) or
-            "strict".
-        min_pixels: the lower resize bound (None: the preset's; without one the processor's for a
-            model, else GUI-R1's).
-        max_pixels: the upper resize bound, likewise.
-        limit: at most this many rows per file (None: all; below 1 is refused).
-        seed: the random baseline's seed.
-        progress: show a progress bar.
-        overwrite: when `out_dir` holds predictions made otherwise, delete them and start fresh
-            instead of refusing (`RunFolderMismatch`).
-        preset: "paper" or "fast" (`PRESETS`): the values above left None, and the repetition
-            penalty of a model policy that has none of its own, come from it.
-        blind: score the same rows with every screenshot replaced by a white image of the same
-            size (`blind`): does the policy look at the screen? The run record and the metrics
-            say `blind`; a blind run never resumes a seeing run's folder, nor the reverse.
+        max_new_tokens, min_pixels, max_pixels: None takes the preset's (`PRESETS`); without one,
+            `DEFAULT_MAX_NEW_TOKENS` and the processor's bounds for a model, else GUI-R1's.
+        compat: how completions are read and GR measured: "official" (the original's rules) or "strict".
+        limit: at most this many rows per file (None: all).
+        overwrite: delete predictions made otherwise in `out_dir` instead of refusing them.
+        preset: "paper" or "fast": the values left None, and the repetition penalty of a model
+            policy that has none of its own, come from it.
+        blind: score the same rows with every screenshot white (`blind`): does the policy look at
+            the screen? A blind run never resumes a seeing run's folder, nor the reverse.
 
     Returns:
-        The metrics (`metrics.summarize`) plus the policy's name, `compat`, the rows and files
-        skipped by validation (`skipped`; `skipped_rows` and `validation` as before), the pixel
-        bounds, `max_new_tokens`, and every resolved value with the preset (`settings`);
-        `per_file` is added when the rows come from several files.
+        The metrics (`metrics.summarize`) plus the policy's name, `compat`, what validation skipped,
+        the pixel bounds, `max_new_tokens` and every resolved setting (`settings`); `per_file`
+        when the rows come from several files.
 
     Raises:
-        RunFailed: no row of `data`, or of one of its files, passed validation (the message
-            holds the summary).
+        RunFailed: no row of `data`, or of one of its files, passed validation.
     """
     wanted = prediction_settings(preset, max_new_tokens=max_new_tokens, min_pixels=min_pixels, max_pixels=max_pixels)
     completer, settings = resolve_completer(policy, wanted, seed)
@@ -130,8 +126,8 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
         bench = replace(bench, samples=blind_samples(bench.samples))
     validation = report_skipped(bench)
     rows = to_eval_rows(bench.samples, lo, hi)
-    made_by = blind_record(run_record(bench, completer_identity(completer), compat, lo, hi, tokens, limit), blind)
-    out = open_run_folder(out_dir, made_by, overwrite=overwrite, about=run_about(completer.name, bench, settings))
+    out = open_run(out_dir, bench, completer_identity(completer), completer.name, settings, compat, limit,
+                   blind=blind, overwrite=overwrite)
     records = predict(completer, rows, out / PREDICTIONS, batch_size, tokens, compat,
                       min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
     summary = summarize(records, benchmark or bench.name)
