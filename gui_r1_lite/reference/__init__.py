@@ -8,15 +8,10 @@ from importlib import resources
 
 from ..runio import read_jsonl
 
-REWARD_CASES = "gui_r1_reward_cases.jsonl"
-QWEN2_5_VL_3B_CONFIG = "qwen2_5_vl_3b_config.json"
-QWEN2_5_VL_3B_GENERATION_CONFIG = "qwen2_5_vl_3b_generation_config.json"
-QWEN2_5_VL_3B_PREPROCESSOR_CONFIG = "qwen2_5_vl_3b_preprocessor_config.json"
-
 
 def reward_cases() -> list[dict]:
     """The 240 completions the original scored: completion, ground truth and its three scores."""
-    with resources.as_file(resources.files(__package__) / REWARD_CASES) as path:
+    with resources.as_file(resources.files(__package__) / "gui_r1_reward_cases.jsonl") as path:
         return read_jsonl(path)
 
 
@@ -28,15 +23,15 @@ def _shipped_json(name: str) -> dict:
 def qwen2_5_vl_3b_config() -> dict:
     """Qwen2.5-VL-3B-Instruct's published `config.json`: text hidden 2048 x 36 layers, 16 heads, 2 KV
     heads, vocab 151,936, tied embeddings; vision depth 32, hidden 1280; bfloat16."""
-    return _shipped_json(QWEN2_5_VL_3B_CONFIG)
+    return _shipped_json("qwen2_5_vl_3b_config.json")
 
 
 def qwen2_5_vl_3b_generation_config() -> dict:
     """Qwen2.5-VL-3B-Instruct's published `generation_config.json` (checked on 2026-12-05): near-greedy
     sampling (temperature 1e-06, repetition_penalty 1.05) that `generate` falls back on."""
-    return _shipped_json(QWEN2_5_VL_3B_GENERATION_CONFIG)
+    return _shipped_json("qwen2_5_vl_3b_generation_config.json")
 
 
 def qwen2_5_vl_3b_preprocessor_config() -> dict:
     """Qwen2.5-VL-3B-Instruct's published `preprocessor_config.json` (3,136 to 12,845,056 pixels)."""
-    return _shipped_json(QWEN2_5_VL_3B_PREPROCESSOR_CONFIG)
+    return _shipped_json("qwen2_5_vl_3b_preprocessor_config.json")
