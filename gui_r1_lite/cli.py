@@ -1,5 +1,5 @@
-"""`gui-r1-lite <command> ...`: one entry point for the package's jobs, each reporting errors one
-way (`errors.run_cli`)."""
+"""`gui-r1-lite <command> ...`: one entry point for the package's jobs, each reporting errors one way
+(`errors.run_cli`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch `argv[0]` to its module's `main` with the rest, through `run_cli` (exit 2 for a
-    usage error, 1 for a failed run); 2 (and the usage) for an unknown command."""
+    """Run command `argv[0]`'s `main` on the rest; exit code 2 (and the usage) for an unknown one."""
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         print("usage: gui-r1-lite {" + ",".join(COMMANDS) + "} [options]   (each takes --help, and --debug "

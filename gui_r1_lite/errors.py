@@ -1,42 +1,34 @@
-"""Errors a person can act on, and how every command line reports them: the message alone (the
-fix is in it), exit code 2 for a usage error and 1 for a run that failed, the traceback only with
-`--debug` or `GUI_R1_LITE_DEBUG=1` (for bug reports)."""
+"""Errors a person can act on, and how every command line reports them: the message alone (the fix is
+in it), exit code 2 for a usage error and 1 for a failed run, the traceback only with `--debug` or
+`GUI_R1_LITE_DEBUG=1` (for bug reports)."""
 
 from __future__ import annotations
 
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 DEBUG_ENV = "GUI_R1_LITE_DEBUG"
-
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
 class UsageError(ValueError):
-    """The command was asked for something it cannot do (a bad flag, recipe, path or value); the
-    message says what to change. Exit code 2."""
+    """A bad flag, recipe, path or value; the message says what to change. Exit code 2."""
 
 
 class RunFailed(RuntimeError):
     """The run started but produced nothing usable; the message says why. Exit code 1."""
 
 
-def debug_requested(argv: Sequence[str] | None = None) -> bool:
-    """True when the traceback should be shown: `--debug` among the arguments or the env variable."""
-    args = sys.argv[1:] if argv is None else argv
-    return "--debug" in args or os.environ.get(DEBUG_ENV, "") not in ("", "0")
-
-
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None, *,
             prog: str = "gui_r1_lite", usage_errors: tuple[type[BaseException], ...] = ()) -> int:
-    """Call `main(argv)` and turn the errors a person can act on into one line on stderr and an exit
-    code: `UsageError` (and `usage_errors`, e.g. a module's config or data error) -> 2, `RunFailed`
-    -> 1. Anything else is a bug and propagates (Python prints its traceback, exit code 1).
-    `--debug` is removed from argv before `main` sees it."""
-    debug = debug_requested(argv)
+    """Call `main(argv)` (without `--debug`) and turn `UsageError` (and `usage_errors`, e.g. a module's
+    config error) into exit code 2 and `RunFailed` into 1, with one line on stderr. Anything else is a
+    bug and propagates with its traceback."""
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     if argv is not None:
         argv = [a for a in argv if a != "--debug"]
     elif "--debug" in sys.argv:

@@ -1,6 +1,6 @@
-"""The run profiles: what changes between a laptop CPU run and a GPU run (model, quantisation,
-data, sizes). Nothing else does: the same code paths serve both. A notebook's `profile` parameter may
-change fields after the name ("cpu-mini eval_limit=4"), so its parameter cell stays short."""
+"""The run profiles: what changes between a laptop CPU run and a GPU run (model, quantisation, data,
+sizes); the same code paths serve both. A notebook's `profile` parameter may change fields after the
+name ("cpu-mini eval_limit=4")."""
 
 from __future__ import annotations
 
@@ -22,50 +22,42 @@ class Profile:
     min_pixels: int
     max_pixels: int
     description: str
-    # curation (notebook 01): answers sampled per row, the success-rate band kept, rows per
-    # (platform, action) group at most
+    # curation (notebook 01): answers sampled per row, their length (a real model needs room for
+    # <think>…</think><answer>…</answer>), the success-rate band kept, rows per (platform, action) group
     difficulty_k: int = 5
-    # new tokens per sampled answer: a real model needs room for <think>…</think><answer>…</answer>
-    # (GRPO allows 1,024); the tiny model's answers are short
     difficulty_max_new_tokens: int = 32
     difficulty_band: tuple[float, float] = (0.1, 0.9)
     balance_per_group: int = 1000
-    # training (notebook 04): the GRPO recipe, and what the notebook runs by default: "miniature"
-    # (SFT warm start, then GRPO against more SFT, over seeds; see miniature/) or "recipe" (the
-    # recipe's GRPO run on the training data)
+    # training (notebook 04, `experiments.plan_experiment`): the GRPO recipe; the experiment, "miniature"
+    # (see miniature/) or "recipe" (its GRPO run on the training data); the miniature's seeds, seeds side
+    # by side (0: one per core), live-page episodes per task and arm and the arms that play them; the
+    # recipe's GRPO steps (0: the recipe's); rows answered before and after
     grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
     experiment: str = "recipe"
-    # notebook 04's run (`experiments.plan_experiment`): the miniature's seeds (the first shown step by step),
-    # seeds side by side (0: one per core), closed-loop episodes per task and arm in the live page and the
-    # arms that play them; the recipe's GRPO steps (0: the recipe's); rows answered before and after
     train_seeds: tuple[int, ...] = (0, 1)
     train_workers: int = 0
     train_online_episodes: int = 1
     train_online_arms: tuple[str, ...] = ("sft", "sft_grpo")
     train_max_steps: int = 0
     train_samples_shown: int = 4
-    # evaluation (notebook 05): the prediction preset (`evaluate.PRESETS`: "paper" predicts as the
-    # original's inference scripts), rows per benchmark file for model policies (0: all), and where
-    # the profile departs from its preset: its own answer length (None: the preset's) and its own
-    # pixel bounds (the model's frame) instead of the preset's
+    # evaluation (notebook 05): the preset (`evaluate.PRESETS`), rows per file for model policies (0:
+    # all), the answer length (None: the preset's), and whether the profile's pixel bounds replace the preset's
     eval_preset: str = "paper"
     eval_limit: int = 0
     eval_max_new_tokens: int | None = None
     eval_own_pixels: bool = False
-    # notebook 05 also scores GUI-R1's own benchmark parquet files in this folder (e.g. screenspot_test.parquet;
-    # "": only data_dir/test), and after a miniature the first rows of each task it never trained on
+    # GUI-R1's benchmark files scored from this folder ("": only data_dir/test); after a miniature, rows of
+    # each task it never trained on; MiniWoB++ episodes per task played live (0: none)
     eval_benchmark_dir: str = ""
     eval_transfer_rows: int = 2
-    # MiniWoB++ episodes per task that notebook 05 plays live in headless Chromium (0: skip that section)
     eval_online_episodes: int = 2
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def eval_settings(self, preset: str | None = None, max_new_tokens: int | None = None) -> dict:
-        """Notebook 05's prediction settings (`evaluate.prediction_settings`): the profile's preset
-        (or `preset`), with the profile's answer length (or `max_new_tokens`) and pixel bounds
-        where it sets them."""
+        """Notebook 05's `evaluate.prediction_settings`: the profile's preset and answer length (or the
+        arguments), with its pixel bounds where it sets them."""
         from .evaluate import prediction_settings
 
         pixels = {"min_pixels": self.min_pixels, "max_pixels": self.max_pixels} if self.eval_own_pixels else {}
@@ -73,8 +65,8 @@ class Profile:
         return prediction_settings(preset or self.eval_preset, max_new_tokens=tokens, **pixels)
 
     def data_source(self, which: str, data_dir: str | None = None) -> str:
-        """The profile's `train` or `eval` data; paths under `data_samples/` are taken from
-        `data_dir` instead when given (notebooks run from their own folder)."""
+        """The profile's `train` or `eval` data, `data_samples/` replaced by `data_dir` when given
+        (notebooks run from their own folder)."""
         source = {"train": self.train_data, "eval": self.eval_data}[which]
         prefix = "data_samples/"
         if data_dir and source.startswith(prefix):

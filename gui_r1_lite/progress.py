@@ -1,9 +1,7 @@
-"""Progress, one module for all of it. Where a long notebook is: package code appends progress
-records (stage, step k of n) to the file named by `$GUI_R1_LITE_PROGRESS` (`report`), and the main
-job turns them into a terminal line per stage change plus one every ~30 s, with the time spent and
-an estimate of what is left (`watch`). A loop a person watches (evaluation's predictions, the closed
-loop's episodes) shows a bar on request (`bar`); training reports through its callback, which calls
-`report`."""
+"""Progress. Package code appends records (stage, step k of n) to the file named by
+`$GUI_R1_LITE_PROGRESS` (`report`), and the main job turns them into a terminal line per stage change
+and every ~30 s, with the time spent and an estimate of what is left (`watch`). A loop a person
+watches shows a bar on request (`bar`)."""
 
 from __future__ import annotations
 
@@ -19,26 +17,20 @@ from pathlib import Path
 
 from .runio import append_jsonl, is_main_process
 
-#: The environment variable naming the progress file; the notebook's kernel inherits it from the main job.
+#: Names the progress file; the notebook's kernel inherits it from the main job.
 PROGRESS_ENV = "GUI_R1_LITE_PROGRESS"
 
 
 def progress_file() -> Path | None:
-    """The progress file of the running job, or None outside one (a notebook run by hand)."""
+    """None outside a job (a notebook run by hand)."""
     value = os.environ.get(PROGRESS_ENV)
     return Path(value) if value else None
 
 
 def report(stage: str, event: str = "step", **fields: object) -> None:
-    """Append one record to the progress file (nothing outside the main job, or off the main process).
-
-    Args:
-        stage: what runs, e.g. "seed 0 · warm_train".
-        event: "start" (a stage begins; `index`/`total` place it among its run's stages, `steps` its
-            length, `count_lines` a file whose line count is its step), "step" (`step` of `steps`),
-            or "end" (`seconds` it took).
-        fields: the record's other fields.
-    """
+    """Append a record for `stage` (e.g. "seed 0 · warm_train") to the progress file, from the main
+    process of a job only. `event` is "start" (fields: `index`/`total` among its run's stages, `steps`,
+    `count_lines`: a file whose line count is the step), "step" (`step` of `steps`) or "end" (`seconds`)."""
     path = progress_file()
     if path is None or not is_main_process():
         return
@@ -48,9 +40,8 @@ def report(stage: str, event: str = "step", **fields: object) -> None:
 
 @contextlib.contextmanager
 def bar(total: int, desc: str, show: bool, done: int = 0) -> Iterator[Callable[[int], object]]:
-    """A loop's progress bar (tqdm: a terminal line, or a widget in a notebook), drawn only when `show`;
-    yields `advance(n)`, called after each `n` items. `done` items were finished before (a resumed run).
-    The bar goes away when the loop ends (`leave=False`): the loop's own results say what it did."""
+    """A tqdm bar drawn only when `show`, `done` items finished before (a resumed run); yields
+    `advance(n)`. It goes away when the loop ends: the loop's own results say what it did."""
     from tqdm.auto import tqdm
 
     with tqdm(total=total, initial=done, desc=desc, disable=not show, leave=False) as shown:
@@ -75,8 +66,6 @@ def _count_lines(path: str) -> int | None:
 
 @dataclass
 class Stage:
-    """The stage a notebook is in, as its records tell it."""
-
     name: str
     started: float
     index: int = 0
@@ -87,7 +76,7 @@ class Stage:
     last: tuple[float, int] | None = None
 
     def step(self) -> tuple[float, int] | None:
-        """The latest (time, step), from the step records or, for a counted file, its lines now."""
+        """The latest (time, step): from the step records or, for a counted file, its lines now."""
         if self.count_lines:
             n = _count_lines(self.count_lines)
             return None if n is None else (time.time(), n)
@@ -112,9 +101,9 @@ class Stage:
 
 @dataclass
 class ProgressView:
-    """Folds progress records into a status line for the notebook `label`. Stages of seeds run side
-    by side (numbered: `index`/`total`) interleave their records: each running stage keeps its own
-    steps, and the line follows the stage started last, naming the others that run beside it."""
+    """Progress records folded into a status line for the notebook `label`. Numbered stages
+    (`index`/`total`, e.g. seeds) may run side by side: the line follows the one started last and
+    names the others."""
 
     label: str
     started: float = field(default_factory=time.time)
@@ -182,7 +171,6 @@ class ProgressView:
 
 class _Tail:
     """The complete lines appended to a file since the last read (a half-written one waits)."""
-
     def __init__(self, path: Path) -> None:
         self.path, self.offset = path, 0
 
@@ -220,9 +208,9 @@ def running_cell(executed: Path) -> str | None:
 @contextlib.contextmanager
 def watch(path: Path, label: str, executed: Path | None = None, every: float = 30.0, poll: float = 1.0,
           write: Callable[[str], None] | None = None) -> Iterator[ProgressView]:
-    """While the block runs (a notebook executing), name `path` in `$GUI_R1_LITE_PROGRESS` (the kernel
-    inherits it) and write a status line through `write` (default: stdout) at each stage start and
-    every `every` seconds; `executed` is the notebook papermill writes, read for the running cell."""
+    """While the block runs, name `path` in `$GUI_R1_LITE_PROGRESS` and write a status line (default:
+    to stdout) at each stage start and every `every` seconds; `executed` is the notebook papermill
+    writes, read for the running cell."""
     stream = sys.stdout  # this one, not what a stage redirects sys.stdout to meanwhile
     write = write or (lambda s: print(s, file=stream, flush=True))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
-"""GUI-R1's eight benchmarks in one run: every benchmark file of a folder evaluated into its own run
-folder (`evaluate.evaluate`, resumable), the model loaded once, and one table of this run beside the
-paper's GUI-R1-3B figures (`suite.json`, `suite.md`).
+"""GUI-R1's eight benchmarks in one run: each benchmark file of a folder evaluated into its own run
+folder (`evaluate.evaluate`, resumable), the model loaded once, and one table beside the paper's
+GUI-R1-3B figures (`suite.json`, `suite.md`).
 
     python -m gui_r1_lite.evaluate --suite DIR (--model M [--adapter A] [--quantization 4bit]
         | --baseline oracle|random) --out OUT [--preset paper|fast]
@@ -44,8 +44,7 @@ ANDROIDCONTROL_STEPS = {"full": 8_444, "os_atlas": 7_708}
 
 
 def find_benchmarks(folder: str | os.PathLike) -> dict[str, Path]:
-    """`stem -> file` for each of GUI-R1's benchmark files (`SUITE_STEMS`) directly in `folder`, in
-    the paper's order; a `UsageError` naming the folder and the names looked for when it has none."""
+    """`stem -> file` for each of GUI-R1's benchmark files (`SUITE_STEMS`) directly in `folder`."""
     path = Path(folder).expanduser()
     found = {stem: path / f"{stem}.parquet" for stem in SUITE_STEMS if (path / f"{stem}.parquet").is_file()}
     if not found:
@@ -57,8 +56,8 @@ def find_benchmarks(folder: str | os.PathLike) -> dict[str, Path]:
 
 
 def load_suite(folder: str | os.PathLike, limit: int | None = None) -> dict[str, Benchmark]:
-    """Each benchmark file of `folder` (`find_benchmarks`) loaded and validated, `limit` rows a
-    file; `RunFailed` naming every file without a usable row and why, before anything is predicted."""
+    """Each benchmark file of `folder`, `limit` rows a file; `RunFailed` naming every file without a
+    usable row, before anything is predicted."""
     benches = {stem: load_benchmark(path, limit) for stem, path in find_benchmarks(folder).items()}
     failed = []
     for bench in benches.values():
@@ -72,7 +71,7 @@ def load_suite(folder: str | os.PathLike, limit: int | None = None) -> dict[str,
 
 
 def file_rows(bench: Benchmark) -> int | None:
-    """Rows in the benchmark's file as stored (all of them, whatever the row limit), None in memory."""
+    """Rows in the benchmark's files whatever the row limit; None in memory."""
     import pyarrow.parquet as pq
 
     return sum(pq.ParquetFile(f).metadata.num_rows for f in bench.files) if bench.files else None
@@ -83,14 +82,9 @@ def run_suite(data: str | os.PathLike | Mapping[str, Benchmark], policy: Any, ou
               limit: int | None = None, seed: int = 0, progress: bool = True, overwrite: bool = False,
               max_new_tokens: int | None = None, min_pixels: int | None = None,
               max_pixels: int | None = None) -> dict:
-    """Evaluate `policy` on every benchmark of `data` (a folder, see `find_benchmarks`, or the
-    result of `load_suite`), each into `out_dir/<stem>/` through `evaluate.evaluate` with the same
-    settings (the arguments are `evaluate`'s), and write `suite.json` and `suite.md` into `out_dir`.
-
-    Returns:
-        `{"benchmarks": {stem: <that file's metrics.json>}, "file_rows": {stem: rows in the file},
-        "missing": [stems not in data], "preset", "settings", "policy", "compat", "gr_rule"}`.
-    """
+    """`evaluate.evaluate` (with these arguments) on every benchmark of `data` (a folder or
+    `load_suite`'s result), each into `out_dir/<stem>/`; writes and returns `suite.json`:
+    `{"benchmarks": {stem: metrics}, "file_rows", "missing", "preset", "settings", "policy", ...}`."""
     benches = load_suite(data, limit) if not isinstance(data, Mapping) else dict(data)
     out = writable_folder(out_dir, "--out")
     results = {stem: evaluate(bench, policy, out / stem, benchmark=stem, batch_size=batch_size,
@@ -127,7 +121,7 @@ def steps_note(stem: str, rows: int | None) -> str:
 
 
 def _grounding_note(stem: str, summary: Mapping[str, Any]) -> tuple[float | None, str]:
-    """The grounding figure as the paper aggregates it (column mean) and a note saying how."""
+    """The grounding figure as the paper aggregates it (column mean), and a note saying how."""
     g = summary.get("grounding")
     if g is None:
         return None, ""
@@ -158,8 +152,7 @@ def _row(stem: str, summary: Mapping[str, Any] | None, rows: int | None) -> str:
 
 
 def suite_markdown(suite: Mapping[str, Any]) -> str:
-    """`suite.md`: one row per GUI-R1 benchmark, this run's figures with the paper's GUI-R1-3B
-    figures in brackets, the settings and the GR rule above the table."""
+    """`suite.md`: the settings, then a row per benchmark, the paper's figures in brackets."""
     s = suite["settings"]
     overridden = f" (overridden: {', '.join(s['overridden'])})" if s.get("overridden") else ""
     if s.get("repetition_penalty") is None:
@@ -175,14 +168,13 @@ def suite_markdown(suite: Mapping[str, Any]) -> str:
              "steps evaluated, of the file's rows when fewer.", "",
              "| benchmark | steps | parse failures | grounding | Type | GR | SR | strict SR | note |",
              "|---|---:|---:|---|---|---|---|---:|---|"]
-    for stem in SUITE_STEMS:
-        lines.append(_row(stem, suite["benchmarks"].get(stem), suite["file_rows"].get(stem)))
+    lines += [_row(stem, suite["benchmarks"].get(stem), suite["file_rows"].get(stem)) for stem in SUITE_STEMS]
     return "\n".join(lines)
 
 
 def suite_main(args: argparse.Namespace) -> int:
-    """`evaluate --suite DIR`: check the folder, --out, every file and every run folder before the
-    model loads; then load it once, evaluate each file and print `suite.md`."""
+    """`evaluate --suite DIR`: check the folder, --out, every file and run folder before the model
+    loads once."""
     out = writable_folder(args.out, "--out")
     benches = load_suite(args.suite, args.limit)
     others = sorted(p.name for p in Path(args.suite).glob("*.parquet") if p.stem not in SUITE_STEMS)

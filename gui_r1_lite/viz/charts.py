@@ -1,10 +1,13 @@
-"""Charts: a training run's curves (from its metrics log, and redrawn live while it trains), the
-rows of each curation stage, and the miniature's arms and gain as bars with their seeds and intervals
-(and, where the run scored it, each arm's blind score beside its click accuracy)."""
+"""Charts: a training run's curves (from its metrics log, or redrawn live while it trains), the rows
+of each curation stage, and the miniature's arms and gain as bars with their seeds and intervals."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -35,13 +38,9 @@ def _is_num(v) -> bool:
 
 
 def numeric_keys(log: Sequence[dict]) -> list[str]:
-    """Numeric keys of a log, without the step counters: the rewards (their means), validation,
-    `frac_reward_zero_std`, completion length, KL and loss first, then the rest as they come."""
-    seen: dict[str, None] = {}
-    for rec in log:
-        for k, v in rec.items():
-            if k not in _X_KEYS and _is_num(v):
-                seen.setdefault(k)
+    """Numeric keys of a log but the step counters: the rewards (their means), validation, zero-std
+    groups, completion length, KL and loss first, then the rest as they come."""
+    seen = dict.fromkeys(k for rec in log for k, v in rec.items() if k not in _X_KEYS and _is_num(v))
     first = [k for k in _FIRST_KEYS if k in seen]
     means = [k for k in seen if k.startswith("rewards/") and k.endswith("/mean") and k not in first]
     at = sum(1 for k in first if k == "reward" or k.startswith("rewards/"))
@@ -50,8 +49,7 @@ def numeric_keys(log: Sequence[dict]) -> list[str]:
 
 
 def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0):
-    """One panel per numeric key of a run's log against the training step (or the line number),
-    in `numeric_keys`' order (rewards, validation, zero-std groups, answer length, KL, loss first);
+    """One panel per numeric key (`numeric_keys`) against the training step (or the line number);
     `smooth` > 1 adds a running mean over that many points."""
     log = read_log(log)
     keys = list(keys) if keys is not None else numeric_keys(log)[:limit]
@@ -87,14 +85,10 @@ def _curve(ax, log: Sequence[dict], key: str, xkey: str | None, smooth: int) -> 
     ax.grid(alpha=0.3)
 
 
-
-
 def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "gt_action"),
                  rates: Sequence[float] | None = None) -> plt.Figure:
     """Rows per group (`by` fields of each sample) at each curation stage as grouped bars, and,
     when `rates` are given, the histogram of difficulty success rates beside them."""
-    from collections import Counter
-
     counts = {name: Counter("/".join(str(getattr(s, f) or "unknown") for f in by) for s in samples)
               for name, samples in stages.items()}
     groups = sorted(set().union(*counts.values())) or ["(none)"]
@@ -130,13 +124,10 @@ def _stage_bars(ax, counts: dict, groups: list[str], by: Sequence[str]) -> None:
 
 def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
                    metrics: Sequence[str] = ("format_rate", "click_accuracy", "strict_step_success")):
-    """The miniature's table as bars: per metric, each arm's mean over seeds with every seed's value
-    as a dot and, where the result has one (`stats`, click accuracy), its 95 % bootstrap interval
-    (seeds, then held-out episodes, drawn) as a whisker; where the run scored an arm blind (its
-    `"blind": {"click_accuracy": {"mean", "per_seed"}}`: every screenshot white), that score as a
-    hatched bar beside the arm's click accuracy; beside them the gain of SFT → GRPO over SFT with
-    its interval (`miniature.run_miniature`'s result, or the arms alone as `miniature.arm_results`
-    gives them, plus `seeds`)."""
+    """`miniature.run_miniature`'s result (or `miniature.arm_results` plus `seeds`) as bars: per
+    metric, each arm's mean with every seed as a dot and, where `stats` has one, its 95 % interval as
+    a whisker; an arm's blind score (every screenshot white) as a hatched bar beside its click
+    accuracy; beside them the gain of SFT → GRPO over SFT with its interval."""
     stats = result.get("stats") or {}
     gain = stats.get("gain")
     width_in = 2.4 + 1.9 * len(metrics) + (3.4 if gain else 0.0)
@@ -154,8 +145,7 @@ BLIND_METRIC, _BLIND_SHARE = "click_accuracy", 0.42
 
 
 def blind_score(result: dict, arm: str) -> dict | None:
-    """An arm's blind click accuracy (`{"mean", "per_seed", ...}`, fractions), or None where the run
-    did not score it blind."""
+    """An arm's blind click accuracy (`{"mean", "per_seed", ...}`), or None where the run has none."""
     return (((result.get(arm) or {}).get("blind") or {}).get(BLIND_METRIC) or None)
 
 
@@ -194,7 +184,6 @@ def _arm_bars(ax, result: dict, arms: Sequence[str], metrics: Sequence[str], int
 
 
 def _whisker(ax, x: float, ci: Sequence[float] | None) -> None:
-    """An interval (fractions, drawn in %) as a capped whisker at `x`."""
     if ci:
         lo, hi = 100 * ci[0], 100 * ci[1]
         ax.errorbar([x], [(lo + hi) / 2], yerr=[(hi - lo) / 2], fmt="none", color="black", capsize=4, linewidth=1.2,
@@ -202,8 +191,8 @@ def _whisker(ax, x: float, ci: Sequence[float] | None) -> None:
 
 
 def _gain_bars(ax, gain: dict, stats: dict) -> None:
-    """The gain's bars: click accuracy on all rows and on parsed rows and, when both arms played in
-    the live page, closed-loop success (paired on the pages), each with its seeds and interval."""
+    """Click accuracy on all rows and on parsed rows and, when both arms played in the live page,
+    closed-loop success, each with its seeds and interval."""
     labels = {"click_accuracy": "click,\nall rows", "click_accuracy_parsed": "click,\nparsed rows"}
     shown = [(labels[k], gain[k]) for k in labels if (gain.get(k) or {}).get("mean") is not None]
     if (stats.get("online_gain") or {}).get("mean") is not None:
@@ -222,10 +211,8 @@ def _gain_bars(ax, gain: dict, stats: dict) -> None:
 
 
 def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:
-    """Save `fig` through a temporary file and a rename, so a reader (or a kill mid-write, as a
-    picture redrawn while training runs risks) never meets a half-written image."""
-    import os
-
+    """Save `fig` through a temporary file and a rename: a reader (or a kill mid-write) never meets a
+    half-written image."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
@@ -239,10 +226,9 @@ def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:
 
 class LiveCurves:
     """Training curves redrawn while a run trains: pass `callback()` to `training.train(cfg,
-    callbacks=[...])` (or anything that takes TrainerCallbacks). On each log, at most every
-    `every` seconds and once more at the end, it reads `<output_dir>/metrics.jsonl` (the main
-    process writes it first) and replaces the figure shown in the notebook; without IPython it
-    only keeps the latest figure in `self.figure` (and saves it to `save_to` when given)."""
+    callbacks=[...])`. On a log, at most every `every` seconds and once more at the end, it redraws
+    `<output_dir>/metrics.jsonl` in place in the notebook; the latest figure is also `self.figure`
+    (and saved to `save_to` when given)."""
 
     def __init__(self, keys: Sequence[str] | None = None, every: float = 5.0, smooth: int = 0,
                  save_to: str | None = None):
@@ -254,8 +240,6 @@ class LiveCurves:
 
     def draw(self, metrics_path: str | Path) -> None:
         """Redraw the curves from `metrics_path` (nothing while the file does not exist yet)."""
-        import time
-
         if not Path(metrics_path).exists():
             return
         fig = training_curves(metrics_path, keys=self.keys, smooth=self.smooth)
@@ -263,7 +247,7 @@ class LiveCurves:
                      fontsize=readable_points(fig.get_figwidth()))
         if self.save_to:
             save_figure_atomic(fig, self.save_to)
-        try:
+        with contextlib.suppress(ImportError):  # no IPython: no notebook to show it in
             from IPython import get_ipython
             from IPython.display import display
 
@@ -272,8 +256,6 @@ class LiveCurves:
                     self._handle = display(fig, display_id=True)
                 else:
                     self._handle.update(fig)
-        except ImportError:
-            pass
         if self.figure is not None:
             plt.close(self.figure)
         self.figure = fig
@@ -282,8 +264,6 @@ class LiveCurves:
 
     def callback(self):
         """A `transformers.TrainerCallback` that calls `draw` (main process only)."""
-        import time
-
         from transformers import TrainerCallback
 
         live = self
@@ -299,5 +279,3 @@ class LiveCurves:
                     live._handle = None  # the next run gets its own figure
 
         return _Live()
-
-

@@ -1,5 +1,8 @@
-"""Drawing on a screenshot with PIL (the ground-truth box and the predicted click), and reading a
-prediction record for a picture: its screenshot, outcome, task, answer and caption."""
+"""Drawing on a screenshot with PIL (the target box and the predicted click), and reading a prediction
+record (`evaluate.predict`'s, points in stored-image pixels) for a picture.
+
+`images` gives a record's screenshot: a callable `record -> PIL image`, or a mapping record id -> PIL
+image or `data.Sample` (e.g. `evaluate.samples_by_id(data)`)."""
 
 from __future__ import annotations
 
@@ -13,9 +16,9 @@ from .style import GT_COLOR, HIT_COLOR, MISS_COLOR, UNKNOWN_COLOR, fmt_point
 
 def draw_step(image: Image.Image, gt_bbox: Sequence[float] | None = None, point: Sequence[float] | None = None,
               hit: bool | None = None, label: str | None = None) -> Image.Image:
-    """A copy of `image` with the ground-truth box (blue; a 2-value target as a ring) and the
-    predicted point: a filled circle when `hit`, a cross when not, a crosshair when unknown; all in
-    `image`'s pixels. For figures, `prediction_card` draws the same marks at a size fixed on screen."""
+    """A copy of `image` with the target box (a 2-value target as a ring) and the predicted point: a
+    filled circle when `hit`, a cross when not, a crosshair when unknown, sized in `image`'s pixels
+    (`prediction_card` draws the same marks at a size fixed on screen)."""
     out = image.convert("RGB").copy()
     d = ImageDraw.Draw(out)
     scale = max(1, round(max(out.size) / 300))
@@ -51,10 +54,6 @@ def _draw_point(d: ImageDraw.ImageDraw, point: tuple[float, float], hit: bool | 
         d.line([x, y - 2 * r, x, y + 2 * r], fill=UNKNOWN_COLOR, width=2 * scale)
 
 
-# Records are what `evaluate.predict` writes (one dict per step, points in stored-image pixels).
-# `images` is anything that gives a record's screenshot: a callable `record -> PIL image`, or a
-# mapping record id -> PIL image or `data.Sample` (e.g. `evaluate.samples_by_id(data)`).
-
 def thinking_text(completion: str) -> str:
     """The text between the first `<think>` and the next `</think>` ('' without both)."""
     start = completion.find("<think>")
@@ -63,7 +62,6 @@ def thinking_text(completion: str) -> str:
 
 
 def image_for(images, record: dict) -> Image.Image:
-    """A record's screenshot from `images` (see above)."""
     value = images(record) if callable(images) else images[record["id"]]
     if hasattr(value, "image") and callable(value.image):  # a data.Sample
         value = value.image()
@@ -71,15 +69,14 @@ def image_for(images, record: dict) -> Image.Image:
 
 
 def outcome(record: dict) -> dict:
-    """`metrics.record_outcome` of a record (whether its step was right, and why)."""
     from ..metrics import record_outcome
 
     return record_outcome(record)
 
 
 def record_task(record: dict) -> str | None:
-    """The task a record belongs to, where it has one: its `task` field (online steps), else the
-    task of a MiniWoB++ row id `miniwob/<task>/seed<N>/step<k>` (as `miniature.task_of` reads it)."""
+    """A record's `task` field (online steps), else the task of a MiniWoB++ row id
+    `miniwob/<task>/seed<N>/step<k>`; None for neither."""
     if record.get("task"):
         return str(record["task"])
     parts = str(record.get("id", "")).split("/")
@@ -105,7 +102,6 @@ def describe(record: dict) -> list[str]:
 
 
 def prediction_image(record: dict, image: Image.Image) -> Image.Image:
-    """The screenshot with the ground-truth box and the predicted click (circle hit, cross miss)."""
     return draw_step(image, record.get("gt_bbox"), shown_point(record), hit=bool(outcome(record)["hit"]))
 
 
@@ -129,10 +125,8 @@ def off_image(point, size: Sequence[int] | None) -> bool:
 
 
 def card_title(record: dict, prefix: str = "", image_size: Sequence[int] | None = None) -> list[str]:
-    """A card's short caption: outcome, the record's task (`record_task`) and instruction, the
-    wanted action where the picture cannot show it, and the parsed answer (point in original
-    screenshot pixels; said to be off the screenshot when it is, given `image_size`). The rest is
-    in `describe`."""
+    """A card's short caption: outcome, task and instruction, the wanted action where the picture
+    cannot show it, and the parsed answer (`answer_text`). The rest is in `describe`."""
     from ..actions import POINT_ACTIONS
 
     hit = bool(outcome(record)["hit"])
@@ -150,8 +144,8 @@ def card_title(record: dict, prefix: str = "", image_size: Sequence[int] | None 
 
 
 def answer_text(record: dict, image_size: Sequence[int] | None = None, at: str = " at ") -> str:
-    """A parsed answer in words: the action, its point (said to be off the screenshot when it is, given
-    `image_size`) and its text."""
+    """The action, its point in original screenshot pixels (said to be off the screenshot when it is,
+    given `image_size`) and its text."""
     answer = str(record.get("pred_action"))
     point = shown_point(record)
     if point is not None:

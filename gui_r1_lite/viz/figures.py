@@ -1,7 +1,7 @@
 """Screenshots as matplotlib figures: a prediction card (the screenshot, its target box and the
-predicted click, with a caption), a gallery of them, two prediction files side by side, an online
-episode as a strip, image grids and reward maps. The screenshot keeps its size whatever the click:
-one off the screenshot is drawn at the nearest edge with an arrow pointing where it lies."""
+predicted click, with a caption), galleries of them, two prediction files side by side, an online
+episode as a strip, image grids and reward maps. A click off the screenshot is drawn at the nearest
+edge with an arrow pointing where it lies, so the screenshot keeps its size."""
 
 from __future__ import annotations
 
@@ -35,8 +35,7 @@ from .style import (
 
 def grid(images: Sequence[Image.Image], titles: Sequence[str] | None = None, cols: int = 4,
          width: float = 4.0) -> plt.Figure:
-    """A matplotlib figure of images, each under its title (line breaks kept, wrapped, at most four
-    lines), the text readable at the width a notebook shows the figure."""
+    """Images in a grid, each under its title (wrapped, at most four lines)."""
     n = max(1, len(images))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
@@ -60,8 +59,8 @@ def grid(images: Sequence[Image.Image], titles: Sequence[str] | None = None, col
 
 def reward_map(score: Callable[[float, float], float | None], size: tuple[int, int], step: int = 4,
                gt_bbox: Sequence[float] | None = None, ax=None, title: str = "", frame: str = "model-frame"):
-    """Heat map of `score(x, y)` over an image of `size` (pixels of `frame`, the image the model
-    sees, as rewards are computed), sampled at the centre of each `step`-pixel cell, the box on top."""
+    """Heat map of `score(x, y)` at the centre of each `step`-pixel cell of an image of `size` (pixels
+    of `frame`, the image the model sees, as rewards are computed), the box on top."""
     import numpy as np
 
     w, h = size
@@ -86,11 +85,8 @@ def reward_map(score: Callable[[float, float], float | None], size: tuple[int, i
     return ax
 
 
-# --- marks on a screenshot ---------------------------------------------------------------------
-
-
 def point_style(hit: bool, size: float) -> dict:
-    """A predicted click's marker for text of `size` points: a filled circle (hit) or X (miss), white-rimmed."""
+    """A predicted click's marker for `size`-point text: a filled circle (hit) or X (miss), white-rimmed."""
     return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.3 * size,
             "mfc": rgb(HIT_COLOR if hit else MISS_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
 
@@ -101,7 +97,6 @@ def unknown_style(size: float) -> dict:
 
 
 def _image_size(ax) -> tuple[int, int]:
-    """(width, height) of the screenshot shown in `ax`."""
     h, w = ax.images[0].get_size()
     return w, h
 
@@ -126,15 +121,14 @@ def _click(ax, point, style: dict, size: float) -> None:
 
 
 def _keep_frame(ax) -> None:
-    """The axes show the screenshot, exactly: whatever was plotted, the limits are its pixels."""
+    """Whatever was plotted, the axes show exactly the screenshot's pixels."""
     w, h = _image_size(ax)
     ax.set_xlim(-0.5, w - 0.5)
     ax.set_ylim(h - 0.5, -0.5)
 
 
 def _mark(ax, record: dict) -> None:
-    """The box (or ring) and the predicted click, sized like the text: the same on screen whatever
-    the screenshot's own size."""
+    """The box (or ring) and the predicted click, sized like the text whatever the screenshot's size."""
     size = readable_points(ax.figure.get_figwidth())
     box = record.get("gt_bbox")
     if box is not None and len(box) == 4:
@@ -157,7 +151,7 @@ def legend_handles(size: float = 10.0) -> list:
 
 
 def add_legend(fig: plt.Figure) -> None:
-    """One legend above the panels: what the box and the two markers mean, and in which frame."""
+    """One legend above the panels: what the box and the markers mean, and in which frame."""
     size = readable_points(fig.get_figwidth())
     handles = legend_handles(size)
     one_row = sum(len(h.get_label()) for h in handles) * 0.6 * size / 72 + 0.6 * len(handles) < fig.get_figwidth()
@@ -166,14 +160,9 @@ def add_legend(fig: plt.Figure) -> None:
                    title="positions in original screenshot pixels", columnspacing=1.2, handletextpad=0.4)
 
 
-# --- cards, galleries, before / after ------------------------------------------------------------
-
-
 def prediction_card(record: dict, image: Image.Image, ax=None, wrap: int | None = None, prefix: str = ""):
-    """One prediction: the screenshot, the ground-truth box, the predicted click (filled circle:
-    hit, cross: miss; at the edge with an arrow when off the screenshot) and a caption
-    (`card_title`, after `prefix`) wrapped at `wrap` characters (None: what fits), never cut
-    short. Alone (no `ax`), it has a legend. Returns the figure."""
+    """One prediction: the screenshot with its marks and a caption (`card_title` after `prefix`)
+    wrapped at `wrap` characters (None: what fits). Alone (no `ax`), it has a legend. Returns the figure."""
     alone = ax is None
     if alone:
         w, h = image.size
@@ -198,24 +187,27 @@ def _caption(record: dict, prefix: str, wrap: int, image_size=None) -> list[str]
 
 
 def gallery(records: Sequence[dict], images, cols: int = 4, limit: int = 16, width: float = 3.6):
-    """A grid of prediction cards (the first `limit` records) under one legend; each caption names
-    its record's task where it has one (`draw.record_task`)."""
+    """The first `limit` records' prediction cards in a grid, under one legend."""
     records = list(records)[:limit]
-    pictures = [image_for(images, r) for r in records]
-    n = max(1, len(records))
-    cols = min(cols, n)
-    rows = (n + cols - 1) // cols
-    wrap = chars_per_line(width, readable_points(width * cols))
-    lines = max((len(_caption(r, "", wrap, im.size)) for r, im in zip(records, pictures, strict=True)), default=0)
-    with readable(width * cols):
-        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, cell_height(pictures, width, width * cols, lines)
-                                                      * rows + legend_height(width * cols)),
-                                 squeeze=False, layout="constrained")
+    cards = [(r, image_for(images, r), "") for r in records]
+    return _card_grid(cards, min(cols, max(1, len(records))), width)
+
+
+def _card_grid(cards: Sequence[tuple[dict, Image.Image, str]], cols: int, width: float):
+    """Cards (record, screenshot, caption prefix) row by row, `width` inches each, under one legend."""
+    rows = max(1, (len(cards) + cols - 1) // cols)
+    fig_w = width * cols
+    wrap = chars_per_line(width, readable_points(fig_w))
+    lines = max((len(_caption(r, prefix, wrap, im.size)) for r, im, prefix in cards), default=0)
+    pictures = [im for _, im, _ in cards]
+    with readable(fig_w):
+        fig, axes = plt.subplots(rows, cols, figsize=(fig_w, cell_height(pictures, width, fig_w, lines) * rows
+                                                      + legend_height(fig_w)), squeeze=False, layout="constrained")
     for ax in axes.flat:
         ax.axis("off")
-    for ax, rec, im in zip(axes.flat, records, pictures, strict=False):
-        prediction_card(rec, im, ax=ax, wrap=wrap)
-    if records:
+    for ax, (rec, im, prefix) in zip(axes.flat, cards, strict=False):
+        prediction_card(rec, im, ax=ax, prefix=prefix, wrap=wrap)
+    if cards:
         add_legend(fig)
     return fig
 
@@ -255,11 +247,10 @@ def _repeat_note(record: dict, repeats: Mapping[str, tuple[int, int]]) -> str:
 
 def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
                  limit: int = 6, width: float = 3.6):
-    """Two prediction files on the same rows, side by side (one row of the figure per step, its
-    captions naming the row's task where it has one). Steps whose outcome changed come first (fixed,
-    then broken), then the rest; one step per task until every task is shown, so the rows are different
-    pages. A caption says when its point is one the policy gave on several pages of that task
-    (`answer_repeats`, over the whole file)."""
+    """Two prediction files on the same rows, side by side, a figure row per step: steps whose outcome
+    changed first (fixed, then broken), one per task until every task is shown, so the rows are
+    different pages. A caption says when its point is one the policy gave on several pages of that
+    task (`answer_repeats`, over the whole file)."""
     b = {r["id"]: r for r in before}
     pairs = [(b[r["id"]], r) for r in after if r["id"] in b]
     repeats = (answer_repeats(before), answer_repeats(after))
@@ -273,34 +264,19 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
         seen[record_task(pair[1])] += 1
         ranked.append((seen[record_task(pair[1])], order(pair), pair))
     pairs = [pair for *_, pair in sorted(ranked, key=lambda t: t[:2])][:limit]
-    pictures = [image_for(images, ra) for _, ra in pairs]
-    n = max(1, len(pairs))
-    wrap = chars_per_line(width, readable_points(width * 2))
-    prefixes = [[f"[{label}] {_repeat_note(r, rep)}" for r, label, rep in zip(pair, labels, repeats, strict=True)]
-                for pair in pairs]
-    captions = [_caption(r, prefix, wrap, im.size) for pair, im, pre in zip(pairs, pictures, prefixes, strict=True)
-                for r, prefix in zip(pair, pre, strict=True)]
-    lines = max(map(len, captions), default=0)
-    with readable(width * 2):
-        fig, axes = plt.subplots(n, 2, figsize=(width * 2, cell_height(pictures, width, width * 2, lines) * n
-                                                + legend_height(width * 2)), squeeze=False, layout="constrained")
-    for ax in axes.flat:
-        ax.axis("off")
-    for i, ((rb, ra), image) in enumerate(zip(pairs, pictures, strict=True)):
-        for j, rec in enumerate((rb, ra)):
-            prediction_card(rec, image, ax=axes[i, j], prefix=prefixes[i][j], wrap=wrap)
-    if pairs:
-        add_legend(fig)
-    return fig
+    cards = []
+    for pair in pairs:
+        image = image_for(images, pair[1])
+        cards += [(r, image, f"[{label}] {_repeat_note(r, rep)}")
+                  for r, label, rep in zip(pair, labels, repeats, strict=True)]
+    return _card_grid(cards, 2, width)
 
 
 def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float = 2.6, title: str | None = None):
-    """One online episode as a strip of its screenshots, in step order: on each, the scripted target
-    box and the predicted click (filled circle: hit, cross: miss, crosshair: no ground truth at that
-    step; at the edge with an arrow when off the screenshot), under a caption of the step's answer
-    and what the page did, wrapped, never cut short. `images` is the run folder (records name their
-    `screenshot` file in it), a mapping of record id to image, or a function of the record. Returns
-    the figure (titled by task, seed, instruction and outcome unless `title`)."""
+    """One online episode as a strip of its screenshots in step order, each with the scripted target
+    box, the predicted click (a plus where no scripted step checks it) and a caption of the answer and
+    what the page did. `images` is also allowed to be the run folder (records name their `screenshot`
+    file in it). Titled by task, seed, instruction and outcome unless `title`."""
     records = sorted(records, key=lambda r: r.get("step", 0))
     if not records:
         raise ValueError("no step records: pass the records of one episode (an online run's steps.jsonl)")
@@ -333,7 +309,7 @@ def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float =
 
 
 def _strip_panel(ax, record: dict, image: Image.Image, size: float) -> None:
-    """A screenshot framed in grey (the page is mostly white), its target box and the click."""
+    """Framed in grey: the page is mostly white."""
     ax.axis("on")
     ax.imshow(image)
     ax.set_xticks([])
@@ -349,7 +325,6 @@ def _strip_panel(ax, record: dict, image: Image.Image, size: float) -> None:
 
 
 def _strip_caption(record: dict, image_size=None) -> list[str]:
-    """A strip panel's caption: step and outcome, the answer (point in screenshot pixels), the page's state."""
     if record.get("gt_action") is None:
         verdict = "? no scripted step"
     else:

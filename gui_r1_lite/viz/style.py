@@ -1,5 +1,5 @@
 """What every picture shares: the colour-blind-safe palette and markers, text sized for the width a
-notebook shows a figure at, caption wrapping, and how a point is written in a caption."""
+notebook shows a figure at, caption wrapping, and points written in a caption."""
 
 from __future__ import annotations
 
@@ -16,29 +16,26 @@ GT_COLOR = (0, 114, 178)
 HIT_COLOR = (0, 158, 115)
 MISS_COLOR = (213, 94, 0)
 UNKNOWN_COLOR = (230, 159, 0)
-#: matplotlib marker of a predicted click that hit / missed (a filled circle, a filled X).
 HIT_MARKER, MISS_MARKER = "o", "X"
-
 #: A notebook column shows a figure at most this many pixels wide (wider ones are shrunk to fit).
 NOTEBOOK_WIDTH_PX = 900
-#: Inline figures render at this many dots per inch.
 SCREEN_DPI = 100
-#: The smallest text height (pixels, one em) any figure here shows in a notebook.
+#: The smallest text height (pixels) any figure here shows in a notebook.
 MIN_TEXT_PX = 12
-#: A caption line wraps onto at most this many lines; only text beyond that (an answer thousands of
-#: characters long) is cut, with "…", so that one card cannot push the others off the page.
+#: A caption line wraps onto at most this many lines; only beyond that (an answer thousands of
+#: characters long) is it cut, with "…", so that one card cannot push the others off the page.
 CAPTION_LINE_MAX = 12
 
 
 def readable_points(fig_width_in: float) -> float:
-    """The font size (points) that is `MIN_TEXT_PX` tall when a figure `fig_width_in` inches wide
-    is shown in a notebook: at `SCREEN_DPI`, shrunk to `NOTEBOOK_WIDTH_PX` when wider than that."""
+    """The font size (points) that is `MIN_TEXT_PX` tall when a figure `fig_width_in` inches wide is
+    shown in a notebook: at `SCREEN_DPI`, shrunk to `NOTEBOOK_WIDTH_PX` when wider than that."""
     shrink = min(1.0, NOTEBOOK_WIDTH_PX / (fig_width_in * SCREEN_DPI))
     return MIN_TEXT_PX * 72 / (SCREEN_DPI * shrink)
 
 
 def readable(width_in: float):
-    """rc settings under which a figure `width_in` inches wide is made: every default text readable."""
+    """rc settings under which every default text of a figure `width_in` inches wide is readable."""
     size = readable_points(width_in)
     return plt.rc_context({"font.size": size, "axes.titlesize": size, "axes.labelsize": size,
                            "xtick.labelsize": size, "ytick.labelsize": size, "legend.fontsize": size,
@@ -46,12 +43,11 @@ def readable(width_in: float):
 
 
 def rgb(color: tuple[int, int, int]) -> tuple[float, float, float]:
-    """An 8-bit colour as matplotlib's 0-1 floats."""
     return tuple(c / 255 for c in color)
 
 
 def wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
-    """`text` wrapped at `width` characters line by line (its own line breaks kept), at most `max_lines`."""
+    """`text` wrapped at `width` characters (its own line breaks kept), at most `max_lines` lines."""
     lines = [w for part in text.split("\n") for w in (textwrap.wrap(part, width) or [""])]
     if len(lines) > max_lines:
         lines = lines[:max_lines]
@@ -60,8 +56,7 @@ def wrap_lines(text: str, width: int, max_lines: int) -> list[str]:
 
 
 def wrap_caption(lines: list[str], width: int) -> list[str]:
-    """Caption lines, each wrapped at `width` characters onto as many lines as it needs (up to
-    `CAPTION_LINE_MAX`): a caption is never cut short to fit a fixed number of lines."""
+    """Each caption line wrapped onto as many lines as it needs (up to `CAPTION_LINE_MAX`)."""
     return [x for line in lines for x in wrap_lines(line, width, CAPTION_LINE_MAX)]
 
 
@@ -71,12 +66,11 @@ def chars_per_line(panel_width_in: float, font_pt: float) -> int:
 
 
 def fmt_coord(v: float) -> str:
-    """One coordinate for a caption: whole pixels, or 3 significant digits where that would run to
-    dozens of digits (a policy can answer 1e308)."""
+    """Whole pixels, or 3 significant digits where that would run to dozens of digits (a policy can
+    answer 1e308)."""
     v = as_float(v)
     return f"{v:.0f}" if math.isfinite(v) and abs(v) < 1e7 else f"{v:.3g}"
 
 
 def fmt_point(p) -> str:
-    """A point for a caption, "(x, y)"; "-" for none."""
     return "-" if p is None else f"({fmt_coord(p[0])}, {fmt_coord(p[1])})"

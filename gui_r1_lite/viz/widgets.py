@@ -3,19 +3,19 @@ one's screenshot with its marks, parsed answer, thinking text and raw completion
 
 from __future__ import annotations
 
+import html
+import io
 from collections.abc import Sequence
 
 from .draw import describe, image_for, outcome, prediction_image, thinking_text
 
-#: What the marks in the browser's picture mean (the figures carry the same as a legend).
 _KEY_HTML = ("<div style='color:#555'>in the picture (original screenshot pixels): blue box = target, "
              "filled green circle = click that hit, orange cross = click that missed</div>")
 
 
 class PredictionBrowser:
-    """An ipywidgets browser over prediction records: step through them, filter by group,
-    ui_type and outcome (hit / miss / format error), see the screenshot with the boxes, the
-    parsed answer, the thinking text and the raw completion. `display(browser.widget)`."""
+    """Filter prediction records by group, ui_type and outcome (hit / miss / format error) and step
+    through them. `display(browser.widget)`."""
 
     OUTCOMES = ("all", "hit", "miss", "format error")
 
@@ -50,18 +50,12 @@ class PredictionBrowser:
 
     def _keep(self, i: int) -> bool:
         r = self.records[i]
-        if self.group.value != "all" and str(r.get("group") or "") != self.group.value:
+        if self.group.value not in ("all", str(r.get("group") or "")):
             return False
-        if self.ui_type.value != "all" and str(r.get("ui_type") or "") != self.ui_type.value:
+        if self.ui_type.value not in ("all", str(r.get("ui_type") or "")):
             return False
-        o = self.outcome.value
-        if o == "hit":
-            return self._hits[i]
-        if o == "miss":
-            return not self._hits[i]
-        if o == "format error":
-            return bool(r.get("parse_error"))
-        return True
+        wanted = {"hit": self._hits[i], "miss": not self._hits[i], "format error": bool(r.get("parse_error"))}
+        return wanted.get(self.outcome.value, True)
 
     def _refilter(self) -> None:
         self.filtered = [i for i in range(len(self.records)) if self._keep(i)]
@@ -80,9 +74,6 @@ class PredictionBrowser:
         return self.records[self.filtered[self.index.value]] if self.filtered else None
 
     def _render(self) -> None:
-        import html
-        import io
-
         rec = self.current
         count = f"{len(self.filtered)} of {len(self.records)} shown"
         if rec is None:
@@ -107,5 +98,5 @@ class PredictionBrowser:
 
 
 def browse(records: Sequence[dict], images, max_side: int = 520):
-    """The ipywidgets widget of a `PredictionBrowser` over `records` (display it in a notebook)."""
+    """The widget of a `PredictionBrowser` over `records` (display it in a notebook)."""
     return PredictionBrowser(records, images, max_side).widget
