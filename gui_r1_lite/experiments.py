@@ -21,11 +21,10 @@ from .profiles import Profile, get_profile
 from .progress import report
 
 EXPERIMENTS = ("miniature", "recipe")
-#: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result.
+#: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result (the
+#: last two when the run made them).
 MINIATURE_DETAILS = ("seeds", "n_heldout", "data", "per_task_click_accuracy", "warm_start", "compute", "seconds",
-                     "settings", "workers", "threads", "wall_seconds_this_call")
-#: ... and those it keeps when the run made them.
-MINIATURE_OPTIONAL = ("stats", "online_success")
+                     "settings", "workers", "threads", "wall_seconds_this_call", "stats", "online_success")
 
 
 @dataclass
@@ -86,14 +85,14 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
     `seeds` ("0,1,2" or a list) with `miniature_settings` (a YAML mapping of `MiniatureSettings`
     overrides), `workers` side by side (0: one per core); `online_episodes` and `online_arms` ("" or 0:
     the settings') override those settings, and where the live page cannot run the plan scores offline
-    only and says so in `notes`.
-    """
+    only and says so in `notes`."""
     prof = get_profile(profile)
     kind = experiment or prof.experiment
     out = Path(output_dir)
-    if kind == "recipe":
+    if kind == "recipe":  # scored on the profile's evaluation data, or the shipped test files
+        eval_file = Path(prof.data_source("eval", str(data_dir)))
         return Experiment(kind, prof, out, config=_recipe_config(prof, out, data_dir, run_dir, train_data, max_steps),
-                          heldout=_heldout(prof, data_dir))
+                          heldout=eval_file if eval_file.exists() else Path(data_dir, "test"))
     if kind == "miniature":
         overrides = yaml.safe_load(miniature_settings or "") or {}
         notes = []
@@ -132,20 +131,13 @@ def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str,
     return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides)
 
 
-def _heldout(prof: Profile, data_dir) -> Path:
-    """The profile's evaluation data, or the shipped test files when it is not on disk."""
-    eval_file = Path(prof.data_source("eval", str(data_dir)))
-    return eval_file if eval_file.exists() else Path(data_dir, "test")
-
-
 def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4, live=None) -> TrainingRun:
     """Train `exp` and score the policy before and after training on held-out rows.
 
     The miniature's "before" is the first seed's warm start, "after" its SFT → GRPO; the recipe scores
     `samples_shown` rows of each held-out file before and after. `callbacks` (TrainerCallbacks) go to
     every training run in this process; seeds run side by side are followed instead by `live` (a
-    `viz.LiveCurves`), redrawn from the first seed's training log.
-    """
+    `viz.LiveCurves`), redrawn from the first seed's training log."""
     if exp.kind == "miniature":
         return _run_miniature(exp, callbacks, live)
     return _run_recipe(exp, callbacks, samples_shown)
@@ -223,6 +215,6 @@ def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None
               "base_model": run.base_model, "adapter_dir": run.adapter_dir, "trained_model": run.trained_model}
     if study is not None:
         result["miniature"] = arm_results(study)
-        result["miniature_details"] = {k: study[k] for k in (*MINIATURE_DETAILS, *MINIATURE_OPTIONAL) if k in study}
+        result["miniature_details"] = {k: study[k] for k in MINIATURE_DETAILS if k in study}
     return result
 

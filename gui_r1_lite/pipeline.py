@@ -149,15 +149,10 @@ def top_level_summary(results: dict) -> dict:
     """The fields summary.json lifts to its top from the notebooks' results (keyed by notebook stem)."""
     out = {}
     for key, (number, fields) in SUMMARY_FIELDS.items():
-        res = next((v for stem, v in results.items() if stem.startswith(f"{number}_")), None)
-        if not res:
-            continue
+        res = next((v for stem, v in results.items() if stem.startswith(f"{number}_")), None) or {}
         picked = {f: res[f] for f in fields if f in res}
-        if len(fields) == 1:
-            if fields[0] in picked:
-                out[key] = picked[fields[0]]
-        elif picked:
-            out[key] = picked
+        if picked:
+            out[key] = picked[fields[0]] if len(fields) == 1 else picked
     return out
 
 
@@ -227,8 +222,7 @@ def run_pipeline(profile: str = "cpu-mini", out: str | Path | None = None, start
     `out` is the run folder (default `runs/<timestamp>`); `start` restarts at notebook number `start`,
     reusing the results earlier notebooks wrote in `out`; `data_dir` defaults to `data_samples/`;
     `extra_parameters` go to every notebook. A notebook that raises (`NotebookFailed`) leaves
-    `status` "failed" and `failed` (notebook, cell, error, executed notebook) in `summary.json`.
-    """
+    `status` "failed" and `failed` (notebook, cell, error, executed notebook) in `summary.json`."""
     prof = get_profile(profile)
     check_start(start, notebooks_dir, "start")
     # the notebooks' kernels inherit this environment: the math libraries dispatch as on any x86-64 CPU

@@ -123,8 +123,7 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
     click rows per seed and the share that parsed; `per_task`; with blind scorings (`<arm>_blind`, which
     count as arms too) `looks`, each arm's click accuracy minus its blind score, and `distinct`
     (`stats.distinct_answers`); with `online`, each arm's success, and with `online_runs` too,
-    `online_gain`, paired on the episodes both arms played.
-    """
+    `online_gain`, paired on the episodes both arms played."""
     seeds = sorted(int(s) for s in predictions)
     folders = {int(s): f for s, f in predictions.items()}
     seeing = (*ARMS, WARM)
@@ -231,29 +230,26 @@ def miniature_table(result: dict) -> str:
 
 
 def _gain_lines(st: Mapping) -> list[str]:
-    """The gain's sentences (none without a gain)."""
-    gain = st.get("gain")
+    """The gain's sentences, with the closed-loop gain when both arms played online (none without a gain)."""
+    gain, online = st.get("gain"), st.get("online_gain")
     if not gain:
         return []
     vs, arm, seeds = st["vs"], st["arm"], gain["click_accuracy"]["seeds"]
-    per_seed = ", ".join(f"seed {s} {pct(v, True)}" for s, v in zip(seeds, gain["click_accuracy"]["per_seed"],
-                                                                       strict=True))
     tests = ", ".join(f"seed {s} p = {t['p_value']:.3g} ({t['only_a']} rows hit by {vs} only, {t['only_b']} by "
                       f"{arm} only)" for s, t in ((s, st["mcnemar"][str(s)]) for s in seeds))
-    return [f"gain of {arm} over {vs}, click accuracy: {with_interval(gain['click_accuracy'], True)} points "
-            f"(paired, per seed: {per_seed}); on each arm's parsed rows: "
-            f"{with_interval(gain['click_accuracy_parsed'], True)} points",
-            f"McNemar exact test on each seed's held-out click rows: {tests}"] + _online_gain_line(st)
+    lines = [f"gain of {arm} over {vs}, click accuracy: {with_interval(gain['click_accuracy'], True)} points "
+             f"(paired, per seed: {_per_seed(seeds, gain['click_accuracy']['per_seed'])}); on each arm's parsed "
+             f"rows: {with_interval(gain['click_accuracy_parsed'], True)} points",
+             f"McNemar exact test on each seed's held-out click rows: {tests}"]
+    if online and online.get("mean") is not None:
+        lines.append(f"gain of {arm} over {vs}, closed-loop success: {with_interval(online, True)} points (paired "
+                     f"on the same task pages, per seed: {_per_seed(online['seeds'], online['per_seed'])}; "
+                     "interval drawing seeds, then episodes)")
+    return lines
 
 
-def _online_gain_line(st: Mapping) -> list[str]:
-    """The closed-loop gain's sentence (none when the two arms did not both play online)."""
-    gain = st.get("online_gain")
-    if not gain or gain.get("mean") is None:
-        return []
-    per_seed = ", ".join(f"seed {s} {pct(v, True)}" for s, v in zip(gain["seeds"], gain["per_seed"], strict=True))
-    return [f"gain of {st['arm']} over {st['vs']}, closed-loop success: {with_interval(gain, True)} points "
-            f"(paired on the same task pages, per seed: {per_seed}; interval drawing seeds, then episodes)"]
+def _per_seed(seeds: Sequence[int], values: Sequence[float | None]) -> str:
+    return ", ".join(f"seed {s} {pct(v, True)}" for s, v in zip(seeds, values, strict=True))
 
 
 def _table_note(result: Mapping, st: Mapping) -> str:

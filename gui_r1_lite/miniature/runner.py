@@ -243,14 +243,6 @@ def online_missing() -> str | None:
     return None
 
 
-def need_online(settings: MiniatureSettings) -> None:
-    """Refuse, before anything trains, online stages that could not run."""
-    missing = online_missing() if settings.online_episodes else None
-    if missing:
-        raise UsageError(f"online_episodes > 0 needs the live MiniWoB++ page, but {missing}; "
-                         "set online_episodes=0 to score offline only")
-
-
 def _run_seeds(out: Path, seeds: list[int], settings: MiniatureSettings, data: dict, *, progress: bool,
                callbacks: Sequence, workers: int, watch: Callable[[], None] | None) -> dict[int, dict]:
     """Every seed's summary: seeds with stages left to run in `workers` job processes (in this one
@@ -294,15 +286,17 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     The result holds each arm's metrics (`{"mean", "std", "per_seed"}`, and its blind click accuracy),
     `warm_start`, `per_task_click_accuracy`, `stats` (`report.study_statistics`), `looks`,
     `distinct_answers`, compute, seconds, folders and settings; with online stages, `online` and
-    `online_success`.
-    """
+    `online_success`."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
     seeds = [int(s) for s in seeds]
     if not seeds:
         raise UsageError("seeds is empty")
-    need_online(settings)
+    missing = online_missing() if settings.online_episodes else None
+    if missing:
+        raise UsageError(f"online_episodes > 0 needs the live MiniWoB++ page, but {missing}; "
+                         "set online_episodes=0 to score offline only")
     workers = default_workers(settings.threads, len(seeds)) if workers is None else max(1, int(workers))
     if callbacks and workers > 1:
         raise UsageError("callbacks (TrainerCallbacks) run in this process only: pass workers=1, or follow the "

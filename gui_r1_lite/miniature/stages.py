@@ -42,7 +42,6 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
     clears an unfinished folder first (a training run cut short must start over); `progress` shows the
     stage's output instead of sending it to `folder/log.txt`. A stage that runs reports its start
     (`announce`: `progress.report`'s fields, "stage" among them) and its end."""
-    done = folder / STAGE_FILE
     finished = read_record(folder, STAGE_FILE)  # None when missing or torn: the stage runs again
     if finished is not None:
         return {**finished, "skipped": True}
@@ -59,7 +58,7 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
         info = fn()
     info.update(record or {})
     info["seconds"] = round(time.perf_counter() - t0, 2)
-    write_json_atomic(done, info)
+    write_json_atomic(folder / STAGE_FILE, info)
     report(name, "end", seconds=info["seconds"])
     return {**info, "skipped": False}
 

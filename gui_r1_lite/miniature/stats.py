@@ -49,14 +49,7 @@ def episode_of(sample_id: str) -> str:
 
 
 def click_rows(records: Iterable[Mapping]) -> list[ClickRow]:
-    """The prediction records that have a click target (`metrics.grounding_hit` not None), in order.
-
-    Example:
-    >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
-    ...        "pred_coord": [5, 5], "parse_error": None}
-    >>> [(r.episode, r.hit, r.parsed) for r in click_rows([rec, {**rec, "gt_action": "type"}])]
-    [('click-tab/seed1000', True, True)]
-    """
+    """The prediction records that have a click target (`metrics.grounding_hit` not None), in order."""
     out = []
     for r in records:
         hit = grounding_hit(r)
@@ -69,13 +62,7 @@ def episode_rows(episodes: Iterable[Mapping], tasks: Iterable[str], seeds: Itera
     """The closed-loop episodes (`episodes.jsonl` records) of `tasks` x `seeds` as rows, one per episode:
     `hit` is the episode solved, `parsed` that it did not end on an unparsable answer. Two arms that
     played the same pages get the same ids, so `bootstrap_gain` pairs them. The last record of an
-    episode counts; an episode without a record is an error.
-
-    Example:
-    >>> eps = [{"task": "click-tab", "seed": 2000, "success": True, "end": "done"}]
-    >>> [(r.id, r.hit) for r in episode_rows(eps, ["click-tab"], [2000])]
-    [('click-tab/seed2000', True)]
-    """
+    episode counts; an episode without a record is an error."""
     wanted = [(t, int(s)) for t in tasks for s in seeds]
     last = {(e["task"], int(e["seed"])): e for e in episodes}
     missing = [f"{t}/seed{s}" for t, s in wanted if (t, s) not in last]
@@ -86,13 +73,7 @@ def episode_rows(episodes: Iterable[Mapping], tasks: Iterable[str], seeds: Itera
 
 
 def accuracy(rows: Sequence[ClickRow], parsed_only: bool = False) -> float | None:
-    """The fraction of `rows` that hit (of those that parsed when `parsed_only`); None when none counts.
-
-    Example:
-    >>> rows = [ClickRow("a", "t", "t/seed1", True, True), ClickRow("b", "t", "t/seed1", False, False)]
-    >>> accuracy(rows), accuracy(rows, parsed_only=True)
-    (0.5, 1.0)
-    """
+    """The fraction of `rows` that hit (of those that parsed when `parsed_only`); None when none counts."""
     counted = [r for r in rows if r.parsed or not parsed_only]
     return sum(r.hit for r in counted) / len(counted) if counted else None
 
@@ -121,15 +102,7 @@ def distinct_answers(records_by_seed: Mapping[int, Iterable[Mapping]]) -> dict[s
     """Per task, over the click rows, how many different points an arm answers (mean over seeds; an
     answer without a point is not one) against how many different targets: a policy that answers one
     point for every page of a task is not reading the page, whatever its accuracy. `no_point` counts
-    the rows answered without a point, summed over seeds.
-
-    Example:
-    >>> rec = {"id": "miniwob/click-tab/seed1000/step0", "gt_action": "click", "gt_bbox": [0, 0, 10, 10],
-    ...        "pred_coord": [5, 5], "parse_error": None}
-    >>> other = {**rec, "id": "miniwob/click-tab/seed1001/step0", "gt_bbox": [20, 0, 30, 10]}
-    >>> distinct_answers({0: [rec, other]})["click-tab"]
-    {'rows': 2, 'distinct_targets': 2, 'distinct_answers': 1.0, 'distinct_answers_per_seed': [1], 'no_point': 0}
-    """
+    the rows answered without a point, summed over seeds."""
     by_task: dict[str, dict[int, list[Mapping]]] = {}
     for seed, records in records_by_seed.items():
         for r in records:
@@ -156,13 +129,7 @@ def paired(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> tuple[list[ClickRow]
 def paired_differences(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence[ClickRow]],
                        parsed_only: bool = False) -> dict[int, float | None]:
     """Per seed, arm `b`'s click accuracy minus arm `a`'s on the rows both scored; None where either
-    arm has no row to count.
-
-    Example:
-    >>> hit, miss = ClickRow("r1", "t", "t/seed1", True, True), ClickRow("r1", "t", "t/seed1", False, True)
-    >>> paired_differences({0: [miss], 1: [hit]}, {0: [hit], 1: [hit]})
-    {0: 1.0, 1: 0.0}
-    """
+    arm has no row to count."""
     out = {}
     for seed in a:
         if seed not in b:
@@ -253,13 +220,7 @@ def _float(v: float) -> float | None:
 def bootstrap_accuracy(rows_by_seed: Mapping[int, Sequence[ClickRow]], parsed_only: bool = False,
                        n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
     """One arm's click accuracy over seeds, `{"mean", "ci95": [lo, hi], "per_seed", "seeds"}`, with a
-    95 % bootstrap interval that draws seeds, then held-out episodes (None when no row counts).
-
-    Example:
-    >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 3, True) for i in range(4)]
-    >>> bootstrap_accuracy({0: rows, 1: rows}, n_boot=200)["mean"]
-    0.75
-    """
+    95 % bootstrap interval that draws seeds, then held-out episodes (None when no row counts)."""
     return _interval([rows_by_seed], [1.0], parsed_only, n_boot, seed)
 
 
@@ -267,14 +228,7 @@ def bootstrap_gain(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence
                    parsed_only: bool = False, n_boot: int = N_BOOT, seed: int = BOOT_SEED) -> dict:
     """Arm `b`'s click accuracy minus arm `a`'s, as `bootstrap_accuracy`, paired: per seed both arms on
     the rows both scored, and in each draw the same seeds and episodes for both. `parsed_only`: each
-    arm on its own parsed rows (a gain not made by answering in format more often).
-
-    Example:
-    >>> rows = [ClickRow(f"r{i}", "t", f"t/seed{i}", i < 2, True) for i in range(4)]
-    >>> same = bootstrap_gain({0: rows}, {0: rows}, n_boot=200)
-    >>> same["mean"], same["ci95"]
-    (0.0, [0.0, 0.0])
-    """
+    arm on its own parsed rows (a gain not made by answering in format more often)."""
     seeds = [s for s in a if s in b]
     pairs = {s: paired(a[s], b[s]) for s in seeds}
     return _interval([{s: p[0] for s, p in pairs.items()}, {s: p[1] for s, p in pairs.items()}], [-1.0, 1.0],
@@ -297,13 +251,7 @@ def bootstrap_success(counts_by_seed: Mapping[int, Mapping[str, tuple[int, int]]
     """Closed-loop success over seeds (`{seed: online_counts(...)}`) as `bootstrap_accuracy`, plus each
     seed's `episodes`: seeds drawn, then each seed's episodes of each task (a binomial draw at its
     rate). Only counts are kept, so episodes are drawn within each seed rather than shared across
-    seeds: the interval is, if anything, wider. No figures when a seed has no episode.
-
-    Example:
-    >>> out = bootstrap_success({0: {"a": (3, 4)}, 1: {"a": (1, 4)}}, n_boot=200)
-    >>> out["mean"], out["per_seed"]
-    (0.5, [0.75, 0.25])
-    """
+    seeds: the interval is, if anything, wider. No figures when a seed has no episode."""
     seeds = list(counts_by_seed)
     tasks = sorted({t for c in counts_by_seed.values() for t in c})
     if not tasks or not all(sum(e for _, e in c.values()) for c in counts_by_seed.values()):
