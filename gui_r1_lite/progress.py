@@ -171,6 +171,7 @@ class ProgressView:
 
 class _Tail:
     """The complete lines appended to a file since the last read (a half-written one waits)."""
+
     def __init__(self, path: Path) -> None:
         self.path, self.offset = path, 0
 

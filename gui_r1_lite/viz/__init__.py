@@ -1,13 +1,7 @@
-"""Pictures: a screenshot with its ground-truth box and a predicted click (hit: filled circle, miss:
-a cross, in colours told apart by colour-blind readers too), galleries and before/after pairs of
-them, online episodes as strips, training curves, the miniature's bars and a widget browser. Text is
-sized for the width a notebook shows a figure at; everything renders headless (Agg).
-
-One module a job: `draw` (PIL on a screenshot, and reading a prediction record), `figures`
-(screenshots as matplotlib figures), `charts` (curves and bars), `widgets` (the ipywidgets
-browser), `style` (palette, text sizes, wrapping). `from gui_r1_lite import viz; viz.gallery(...)`
-reaches them all.
-"""
+"""Pictures: screenshots with the target box and the predicted click (`draw` with PIL, `figures` with
+matplotlib: cards, galleries, before/after pairs, episode strips), training curves and the miniature's
+bars (`charts`), a widget browser (`widgets`), and what they share (`style`: colour-blind-safe palette,
+text readable at a notebook's width). Everything renders headless (Agg)."""
 
 from __future__ import annotations
 
@@ -64,9 +58,8 @@ from .widgets import PredictionBrowser, browse  # noqa: E402
 __all__ = [
     "GT_COLOR", "HIT_COLOR", "HIT_MARKER", "MIN_TEXT_PX", "MISS_COLOR", "MISS_MARKER", "NOTEBOOK_WIDTH_PX",
     "SCREEN_DPI", "UNKNOWN_COLOR", "LiveCurves", "PredictionBrowser", "add_legend", "answer_repeats", "before_after",
-    "blind_score",
-    "browse", "card_title", "describe", "draw_step", "episode_strip", "gallery", "grid", "legend_handles",
-    "miniature_bars", "numeric_keys", "prediction_card", "prediction_image", "read_log", "readable_points",
-    "record_task", "reward_map", "save_figure_atomic", "shown_point", "stage_counts", "thinking_text",
-    "training_curves",
+    "blind_score", "browse", "card_title", "describe", "draw_step", "episode_strip", "gallery", "grid",
+    "legend_handles", "miniature_bars", "numeric_keys", "prediction_card", "prediction_image", "read_log",
+    "readable_points", "record_task", "reward_map", "save_figure_atomic", "shown_point", "stage_counts",
+    "thinking_text", "training_curves",
 ]

@@ -85,15 +85,11 @@ def reward_map(score: Callable[[float, float], float | None], size: tuple[int, i
     return ax
 
 
-def point_style(hit: bool, size: float) -> dict:
-    """A predicted click's marker for `size`-point text: a filled circle (hit) or X (miss), white-rimmed."""
-    return {"marker": HIT_MARKER if hit else MISS_MARKER, "ms": 1.3 * size,
-            "mfc": rgb(HIT_COLOR if hit else MISS_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
-
-
-def unknown_style(size: float) -> dict:
-    """The marker of a click with no scripted step to check it against (a filled plus)."""
-    return {"marker": "P", "ms": 1.3 * size, "mfc": rgb(UNKNOWN_COLOR), "mec": "white", "mew": size / 8, "ls": "none"}
+def point_style(hit: bool | None, size: float) -> dict:
+    """A predicted click's white-rimmed marker for `size`-point text: a filled circle (hit), X (miss) or
+    plus (None: no scripted step to check it against)."""
+    marker, color = {True: (HIT_MARKER, HIT_COLOR), False: (MISS_MARKER, MISS_COLOR), None: ("P", UNKNOWN_COLOR)}[hit]
+    return {"marker": marker, "ms": 1.3 * size, "mfc": rgb(color), "mec": "white", "mew": size / 8, "ls": "none"}
 
 
 def _image_size(ax) -> tuple[int, int]:
@@ -302,7 +298,7 @@ def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float =
             _strip_panel(ax, rec, im, size)
             ax.set_title("\n".join(caption), fontsize=size, loc="left")
         fig.suptitle("\n".join(head), fontsize=size)
-        unknown = Line2D([], [], **unknown_style(size), label="click, no scripted step to check")
+        unknown = Line2D([], [], **point_style(None, size), label="click, no scripted step to check")
         fig.legend(handles=[*legend_handles(size), unknown], loc="outside lower center", ncols=2, frameon=False,
                    title="positions in screenshot pixels", columnspacing=1.2, handletextpad=0.4)
     return fig
@@ -320,7 +316,7 @@ def _strip_panel(ax, record: dict, image: Image.Image, size: float) -> None:
     if record.get("gt_action") is not None:
         _mark(ax, record)
     elif shown_point(record) is not None:
-        _click(ax, shown_point(record), unknown_style(size), size)
+        _click(ax, shown_point(record), point_style(None, size), size)
         _keep_frame(ax)
 
 
@@ -329,11 +325,8 @@ def _strip_caption(record: dict, image_size=None) -> list[str]:
         verdict = "? no scripted step"
     else:
         verdict = "✓ hit" if outcome(record)["hit"] else "✗ miss"
-    lines = [f"step {record.get('step', 0) + 1} · {verdict}"]
-    if record.get("failed"):
-        lines.append(f"unparsable: {record['failed']}")
-    else:
-        lines.append(answer_text(record, image_size, at=" "))
+    answer = f"unparsable: {record['failed']}" if record.get("failed") else answer_text(record, image_size, at=" ")
+    lines = [f"step {record.get('step', 0) + 1} · {verdict}", answer]
     if record.get("done"):
         lines.append(f"page: done, reward {float(record.get('raw_reward', 0)):g}")
     return lines
