@@ -58,8 +58,7 @@ class Experiment:
 
 @dataclass
 class TrainingRun:
-    """What `run_experiment` trained: the GRPO run's folder, the predictions made before and after it
-    on `heldout`, and where the trained policy is."""
+    """What `run_experiment` trained, the predictions before and after it, and where the policy is."""
 
     grpo_run: Path
     heldout: str

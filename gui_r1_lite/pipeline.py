@@ -201,8 +201,7 @@ def check_start(start: int | None, notebooks_dir: Path = NOTEBOOKS, flag: str = 
 
 
 def _previous_summary(path: Path) -> dict:
-    """The summary of an earlier run in the same folder; an unreadable one is set aside with a
-    warning (earlier notebooks' results are read again from their result.json)."""
+    """The summary of an earlier run in the same folder; an unreadable one is set aside with a warning."""
     if not path.exists():
         return {}
     try:
@@ -271,8 +270,7 @@ def _failure(src: Path, exc: BaseException) -> dict:
 
 
 def _collect(src: Path, result: Path, run_dir: Path, summary: dict) -> None:
-    """Record in `summary` what notebook `src` reported in `result`, if anything; after notebook 04,
-    also the miniature's gain and online success."""
+    """Record in `summary` what notebook `src` reported in `result`, with the miniature's after notebook 04."""
     if not result.exists():
         return
     summary["results"][src.stem] = read_json(result)

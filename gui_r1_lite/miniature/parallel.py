@@ -100,8 +100,7 @@ _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
 
 
 def job_main(job_file: str) -> int:
-    """A job process: run the job in `job_file` and write its outcome to `<job_file>.out`: ("done",
-    result) or ("failed", message, named); a failure's traceback goes to stderr."""
+    """A job process: run the job in `job_file` and write its outcome to `<job_file>.out`."""
     with open(job_file, "rb") as fh:
         job = pickle.load(fh)
     try:

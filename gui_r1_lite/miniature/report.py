@@ -51,8 +51,7 @@ def mean_or_none(values: Iterable[float | None]) -> float | None:
 
 
 def combine_seeds(per_seed: dict[int, dict]) -> dict[str, Any]:
-    """The seeds' results (`runner.run_seed` outputs, by seed) as one, with the statistics of the
-    comparison."""
+    """The seeds' results (`runner.run_seed` outputs, by seed) as one, with the comparison's statistics."""
     seeds = list(per_seed)
     result: dict[str, Any] = {arm: {m: aggregate([per_seed[s]["metrics"][arm][m] for s in seeds]) for m in METRICS}
                               for arm in ARMS}
@@ -181,8 +180,7 @@ def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int =
 
 
 def arm_results(result: dict) -> dict:
-    """The arms' metrics (each with its blind score) and `looks`, as `summary.json` reports them under
-    "miniature"."""
+    """The arms' metrics and `looks`, as `summary.json` reports them under "miniature"."""
     out = {arm: result[arm] for arm in ARMS}
     if result.get("looks"):
         out["looks"] = result["looks"]
@@ -265,8 +263,7 @@ def _table_note(result: Mapping, st: Mapping) -> str:
 
 
 def per_task_table(result: dict) -> str:
-    """A Markdown table of click accuracy per task (mean over seeds, %) for every scored arm, with each
-    task's click rows and episodes."""
+    """A Markdown table of click accuracy per task (mean over seeds, %) for every scored arm."""
     per_task = (result.get("stats") or {}).get("per_task")
     if not per_task:
         return "(no per-task statistics: the run's predictions were not read)"

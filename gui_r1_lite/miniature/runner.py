@@ -4,6 +4,7 @@ after it, each trained and scored as a cached stage; the seeds side by side, the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -118,10 +119,8 @@ class SeedRun:
             budget = math.ceil(s.extra_prompts / s.sft_batch)
             return {"fair": "visits", "budget_steps": budget, "stop": s.sft_extra_stop, "steps": s.stopped(budget)}
         path = self.folder / SFT_BUDGET_FILE
-        try:
+        with contextlib.suppress(FileNotFoundError, ValueError):
             return read_json(path)
-        except (FileNotFoundError, ValueError):
-            pass
         warm, grpo = self.stages["warm_train"], self.stages["sft_grpo_train"]
         # CPU seconds when both stages have them (independent of what else ran beside them), else wall
         clock = "cpu" if warm.get("train_cpu_seconds") and grpo.get("train_cpu_seconds") else "wall"
@@ -161,8 +160,7 @@ class SeedRun:
         return self.summary()
 
     def summary(self) -> dict:
-        """Per-arm metrics (seeing and blind), per-task click accuracy, compute and seconds, online
-        results, and where each arm's training run, model and predictions are."""
+        """What the seed's stages recorded, and where each arm's training run, model and predictions are."""
         st, scored = self.stages, SCORED
         blind = [a for a in scored if f"{blind_arm(a)}_eval" in st]
         seconds = {"random": st["random_eval"]["seconds"], WARM: st["warm_train"]["seconds"],
@@ -245,8 +243,7 @@ def online_missing() -> str | None:
 
 def _run_seeds(out: Path, seeds: list[int], settings: MiniatureSettings, data: dict, *, progress: bool,
                callbacks: Sequence, workers: int, watch: Callable[[], None] | None) -> dict[int, dict]:
-    """Every seed's summary: seeds with stages left to run in `workers` job processes (in this one
-    when `workers` is 1), the others read back here."""
+    """Every seed's summary: seeds with stages left to run in `workers` job processes, the others here."""
     places = {seed: (i, len(seeds)) for i, seed in enumerate(seeds)}
     runs = {seed: SeedRun(out, seed, settings, data, progress, callbacks, places[seed]) for seed in seeds}
     todo = [seed for seed in seeds if not runs[seed].finished()]

@@ -107,8 +107,7 @@ def _source_key(path: str | os.PathLike) -> list | None:
 
 def prepared_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
                   settings: MiniatureSettings, validate: bool = False) -> dict[str, Any]:
-    """`prepare_data`'s files and summary, made once per run folder: reused while the source files and
-    the split's settings are those that made them."""
+    """`prepare_data`, made once per run folder and reused while its sources and settings are the same."""
     key = json.loads(json.dumps({
         "train_data": str(train_data), "heldout_data": str(heldout_data), "validate": validate,
         "sources": [_source_key(train_data), _source_key(heldout_data)],

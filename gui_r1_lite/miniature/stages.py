@@ -185,8 +185,7 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
 
 
 def online_stage(settings: MiniatureSettings, folder: Path, policy: tuple[str, str | None] | int) -> dict:
-    """Play `settings.online_episodes` episodes of each task in the live MiniWoB++ page with `policy`
-    (as in `evaluate_stage`); returns the online evaluator's result."""
+    """Play `settings.online_episodes` episodes of each task in the live MiniWoB++ page with `policy`."""
     from .. import online
     from ..evaluate import RandomBaseline
 

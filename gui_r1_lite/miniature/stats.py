@@ -39,12 +39,7 @@ class ClickRow:
 
 
 def episode_of(sample_id: str) -> str:
-    """The episode a MiniWoB++ row belongs to: its task and page seed.
-
-    Example:
-    >>> episode_of("miniwob/click-tab/seed1003/step1")
-    'click-tab/seed1003'
-    """
+    """The episode a MiniWoB++ row belongs to: `<task>/seed<N>`."""
     return f"{task_of(sample_id)}/seed{seed_of(sample_id)}"
 
 
@@ -156,8 +151,7 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def mcnemar(a: Sequence[ClickRow], b: Sequence[ClickRow]) -> dict:
-    """McNemar's exact test of two arms on the rows both scored (one seed): the 2 × 2 counts, `n` and
-    `p_value`."""
+    """McNemar's exact test of two arms on the rows both scored (one seed): the 2 × 2 counts and `p_value`."""
     ra, rb = paired(a, b)
     pairs = list(zip((r.hit for r in ra), (r.hit for r in rb), strict=True))
     table = {"both": pairs.count((True, True)), "only_a": pairs.count((True, False)),
@@ -236,12 +230,7 @@ def bootstrap_gain(a: Mapping[int, Sequence[ClickRow]], b: Mapping[int, Sequence
 
 
 def online_counts(result: Mapping) -> dict[str, tuple[int, int]]:
-    """`{task: (episodes solved, episodes)}` of one online evaluation (`online.json`'s object).
-
-    Example:
-    >>> online_counts({"success": 0.5, "tasks": {"click-tab": {"success": 0.25, "episodes": 4}}})
-    {'click-tab': (1, 4)}
-    """
+    """`{task: (episodes solved, episodes)}` of one online evaluation (`online.json`'s object)."""
     return {t: (round(float(v["success"]) * int(v["episodes"])), int(v["episodes"]))
             for t, v in sorted(result["tasks"].items()) if int(v["episodes"])}
 
