@@ -1,10 +1,7 @@
 """The blind check: "does my agent look at the screen?" The same evaluation rows with every
-screenshot replaced by a blank (white) image of the same size and mode, nothing else changed (ids,
-instructions, history, targets), so a policy scored on both can be compared row by row: a policy
-that scores as well blind answers from the text and the page's usual layout, not from the pixels.
-
-    python -m gui_r1_lite.evaluate --data FILE --model DIR --out OUT --blind
-"""
+screenshot replaced by a white image of the same size and mode, nothing else changed, so a policy
+scored on both can be compared row by row: a policy that scores as well blind answers from the
+text and the page's usual layout, not from the pixels (`evaluate --blind`)."""
 
 from __future__ import annotations
 
@@ -23,7 +20,7 @@ BLIND_KEY = "blind"
 
 
 def _white(mode: str, bands: int) -> int | float | tuple[int, ...]:
-    """White in an image `mode` of `bands` bands (1 for mode "1", 255 for 8-bit modes, 65535 for 16-bit ones)."""
+    """White in an image `mode` of `bands` bands."""
     if mode == "1":
         return 1
     if mode.startswith("I;16"):
@@ -37,8 +34,7 @@ def _white(mode: str, bands: int) -> int | float | tuple[int, ...]:
 
 @lru_cache(maxsize=64)
 def _blank_bytes(size: tuple[int, int], mode: str, fmt: str) -> bytes:
-    """The encoded blank for one (size, mode, format): screenshots of a benchmark share a few sizes,
-    so each blank is encoded once."""
+    """Cached: screenshots of a benchmark share a few sizes, so each blank is encoded once."""
     if mode == "P":  # a one-colour palette image: index 0 is white
         image = Image.new("P", size, 0)
         image.putpalette([255, 255, 255] * 256)
@@ -50,10 +46,8 @@ def _blank_bytes(size: tuple[int, int], mode: str, fmt: str) -> bytes:
 
 
 def blank_image_bytes(image_bytes: bytes) -> bytes:
-    """`image_bytes` (an encoded image) as a white image of the same size and mode, in the same
-    format (PNG when the format is unknown).
+    """`image_bytes` (an encoded image) as a white image of the same size, mode and format (else PNG).
 
-    Example:
     >>> buf = io.BytesIO(); Image.new("RGB", (7, 5), (10, 20, 30)).save(buf, format="PNG")
     >>> blank = Image.open(io.BytesIO(blank_image_bytes(buf.getvalue())))
     >>> blank.size, blank.mode, blank.getextrema()
@@ -65,7 +59,7 @@ def blank_image_bytes(image_bytes: bytes) -> bytes:
 
 
 def blind_sample(sample: Sample) -> Sample:
-    """`sample` with its screenshot blanked (`blank_image_bytes`); every other field as it was."""
+    """`sample` with its screenshot blanked; every other field as it was."""
     try:
         blank = blank_image_bytes(sample.image_bytes)
     except (OSError, ValueError) as exc:
@@ -75,17 +69,16 @@ def blind_sample(sample: Sample) -> Sample:
 
 
 def blind_samples(samples: Iterable[Sample]) -> list[Sample]:
-    """Every sample with its screenshot blanked, in order (`blind_sample`)."""
+    """Every sample with its screenshot blanked, in order."""
     return [blind_sample(s) for s in samples]
 
 
 def blind_rows(rows: Sequence[EvalRow]) -> list[EvalRow]:
-    """Evaluation rows (`data.to_eval_rows`) with their screenshots blanked: the same prompts,
-    model frame sizes and targets, only the pixels differ."""
+    """Evaluation rows (`data.to_eval_rows`) with their screenshots blanked, only the pixels differ."""
     return [replace(r, sample=blind_sample(r.sample)) for r in rows]
 
 
 def blind_record(made_by: Mapping, blind: bool) -> dict:
-    """A run record (what made a run folder) marked blind when `blind`: a blind run and a seeing
-    run of the same policy and data then never share a folder (each refuses the other's)."""
+    """A run record marked blind when `blind`: a blind run and a seeing run of the same policy and
+    data then never share a folder."""
     return {**made_by, BLIND_KEY: True} if blind else dict(made_by)

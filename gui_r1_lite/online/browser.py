@@ -1,8 +1,6 @@
-"""A headless Chromium driven by Python Playwright: Debian's /usr/bin/chromium, else Playwright's own
-download, launched with flags that work on machines without a GPU or network, and screenshots kept
-as PNG `Shot`s. The closed loop plays MiniWoB++ pages in it; the sample capture (capture/, beside
-the package) drives it the same way.
-"""
+"""A headless Chromium driven by Python Playwright, launched with flags that work on machines
+without a GPU or network, and screenshots kept as PNG `Shot`s. The closed loop plays MiniWoB++
+pages in it; the sample capture (capture/) drives it the same way."""
 
 from __future__ import annotations
 
@@ -21,14 +19,14 @@ CHROMIUM_FLAGS: tuple[str, ...] = (
 
 
 class CaptureDependencyError(RuntimeError):
-    """A program or package that driving a browser (or, beside the package, capturing samples) needs
-    is missing; the message says how to install it."""
+    """A program or package that driving a browser (or capturing samples) needs is missing; the
+    message says how to install it."""
 
 
 def find_chromium() -> str | None:
-    """The Chromium to drive: Debian's (`CHROMIUM`), else one Playwright downloaded itself
-    (`playwright install chromium`, under $PLAYWRIGHT_BROWSERS_PATH or ~/.cache/ms-playwright; the
-    newest build), else None. Read from disk: asking Playwright's driver would start a process."""
+    """The Chromium to drive: Debian's (`CHROMIUM`), else the newest one Playwright downloaded itself
+    (`playwright install chromium`), else None. Read from disk: asking Playwright's driver would
+    start a process."""
     if os.access(CHROMIUM, os.X_OK):
         return CHROMIUM
     root = Path(os.environ.get("PLAYWRIGHT_BROWSERS_PATH") or Path.home() / ".cache" / "ms-playwright")
@@ -37,14 +35,14 @@ def find_chromium() -> str | None:
 
 
 def _playwright_build(chrome: Path) -> int:
-    """Playwright's build number of a downloaded browser (`chromium-1187/...` -> 1187; -1 if none)."""
+    """`chromium-1187/...` -> 1187; -1 without a build number."""
     suffix = chrome.parent.parent.name.removeprefix("chromium-")
     return int(suffix) if suffix.isdigit() else -1
 
 
 def require_playwright() -> str:
     """The Chromium to launch (`find_chromium`); a `CaptureDependencyError` unless Python
-    Playwright and a Chromium are present, naming the command that installs them."""
+    Playwright and a Chromium are present."""
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -87,7 +85,7 @@ def encode_png(image) -> Shot:
 
 @contextlib.contextmanager
 def chromium() -> Iterator[object]:
-    """A headless Chromium (Debian's /usr/bin/chromium, else Playwright's own download: `find_chromium`)."""
+    """A headless Chromium (`find_chromium`)."""
     executable = require_playwright()
     from playwright.sync_api import sync_playwright
 
@@ -101,9 +99,4 @@ def chromium() -> Iterator[object]:
 
 def screenshot(page, clip: dict | None = None) -> Shot:
     """The viewport (or a CSS-px `clip` of it) as an optimised PNG; no caret, no animations."""
-    data = page.screenshot(type="png", clip=clip, animations="disabled", caret="hide", scale="device")
-    return encode_png(data)
-
-
-__all__ = ["CHROMIUM", "CHROMIUM_FLAGS", "CaptureDependencyError", "Shot", "chromium", "encode_png", "find_chromium",
-           "require_playwright", "screenshot"]
+    return encode_png(page.screenshot(type="png", clip=clip, animations="disabled", caret="hide", scale="device"))

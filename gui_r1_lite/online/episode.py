@@ -1,8 +1,7 @@
 """One closed-loop MiniWoB++ episode in a live page: screenshot of the task area -> the training
 rows' prompt and history -> the policy -> `actions.parse_completion` -> the point mapped from the
 model's frame to the page -> the action done -> until the page reports done, `max_steps` steps,
-or an answer that cannot be acted on. The page's own raw reward says whether it was solved.
-"""
+or an answer that cannot be acted on. The page's own raw reward says whether it was solved."""
 
 from __future__ import annotations
 
@@ -80,8 +79,7 @@ _SELECT_JS = """(t) => {
 
 @dataclass(frozen=True)
 class Settings:
-    """How each step is asked and read: the resize bounds of the model frame, the longest answer,
-    the compat of `parse_completion`, and where step screenshots go."""
+    """How each step is asked and read, and the run folder the steps go to."""
 
     min_pixels: int
     max_pixels: int
@@ -91,29 +89,25 @@ class Settings:
 
 
 def task_type(task: str) -> str:
-    """The prompt's task type, as the training rows have it: "high" for a task of several scripted
-    steps (and any unscripted task), "low" for a one-click task."""
+    """The prompt's task type, as the training rows have it: "low" for a one-click task, else "high"."""
     return "low" if task in TASKS and len(TASKS[task]) == 1 else "high"
 
 
 def max_steps_for(task: str, max_steps: int | None) -> int:
-    """`max_steps`, or by default the task's scripted steps plus `EXTRA_STEPS` (`UNSCRIPTED_MAX_STEPS`
-    without a script)."""
+    """`max_steps`, or by default the task's scripted steps plus `EXTRA_STEPS`."""
     if max_steps is not None:
         return max_steps
     return len(TASKS[task]) + EXTRA_STEPS if task in TASKS else UNSCRIPTED_MAX_STEPS
 
 
 def shot_path(task: str, seed: int, k: int) -> str:
-    """Where step `k`'s screenshot is kept, relative to the run folder."""
+    """Step `k`'s screenshot, relative to the run folder."""
     return f"{SHOTS_DIR}/{task}/seed{seed}_step{k}.png"
 
 
 def run_episode(page, completer: Completer, task: str, seed: int, limit: int, settings: Settings) -> dict:
-    """Play episode `seed` of `task` with `completer`; each step's record is appended to the run's
-    steps file as it happens. Returns the episode's record: steps, the page's state and reward, and
-    how it ended (`end`: done, step limit, unparsable answer, policy said complete, page timeout;
-    `why`: the details)."""
+    """Play episode `seed` of `task` with `completer`, each step's record appended to the steps file
+    as it happens; return the episode's record, with how it ended (`end`) and why (`why`)."""
     from playwright.sync_api import TimeoutError as PageTimeout
 
     steps, start = 0, time.perf_counter()
@@ -147,7 +141,7 @@ def play_step(page, completer: Completer, task: str, seed: int, k: int, instruct
     start = time.perf_counter()
     expected = expected_step(page, task, seed, k, instruction, history, "test") \
         if task in TASKS and k < len(TASKS[task]) else None
-    shot = expected.shot if expected is not None else _screenshot(page)
+    shot = expected.shot if expected is not None else screenshot(page, clip=wrap_clip(page))
     sample = step_sample(task, seed, k, instruction, history, shot, expected)
     row, completion, policy_seconds = ask(completer, sample, settings)
     record = make_record(row, sample.id, completion, settings.compat)
@@ -184,15 +178,10 @@ def ask(completer: Completer, sample: Sample, settings: Settings) -> tuple[EvalR
     return row, completion[0], seconds
 
 
-def _screenshot(page) -> Shot:
-    return screenshot(page, clip=wrap_clip(page))
-
-
 def step_sample(task: str, seed: int, k: int, instruction: str, history: Sequence[str], shot: Shot,
                 expected: Expected | None) -> Sample:
-    """The step as a benchmark row would hold it: the screenshot, instruction and history text of
-    the training rows, and the scripted ground truth where there is one (a no-target "complete"
-    placeholder where there is none; the record then says the ground truth is unknown)."""
+    """The step as a benchmark row would hold it, with the scripted ground truth where there is one
+    (else a no-target "complete" placeholder; the record then says the ground truth is unknown)."""
     step = expected.step if expected is not None else None
     kind = task_type(task)
     no_target = tuple(float(v) for v in NO_POINT)
@@ -209,8 +198,7 @@ def step_sample(task: str, seed: int, k: int, instruction: str, history: Sequenc
 
 def readable_action(completion: str, compat: str, space: str) -> tuple[Action | None, str | None]:
     """The action a completion asks for (its point in the model's frame), or None and why it cannot
-    be done: nothing read, an action outside the task's space, a click without a point, a text action
-    without a text, a scroll without a direction."""
+    be done."""
     parsed = parse_completion(completion, compat)
     pred = parsed.prediction if parsed.answer is not None else None
     if pred is None:
@@ -228,10 +216,8 @@ def readable_action(completion: str, compat: str, space: str) -> tuple[Action | 
 
 
 def act(page, action: Action, expected: Expected | None) -> tuple[list[float] | None, str, str]:
-    """Do `action` (its point already in screenshot pixels) on the page: the actions of the task
-    spaces ("low": click; "high": also type, enter, scroll, select, and complete, press_back,
-    press_home, close/delete, which have nothing to act on in a task page). Returns the point
-    clicked (CSS px of the viewport), what was done, and the line it adds to the history."""
+    """Do `action` (its point already in screenshot pixels) on the page. Returns the point clicked
+    (CSS px of the viewport), what was done, and the line it adds to the history."""
     if action.action == "click":
         return _click(page, action, expected)
     text = action.input_text
@@ -273,7 +259,3 @@ def _click(page, action: Action, expected: Expected | None) -> tuple[list[float]
 def _describe_click(page, px: float, py: float) -> str:
     text = page.evaluate(_TEXT_AT_JS, [px, py])
     return f"click {quote(text)}" if text else "click the element"
-
-
-__all__ = ["PAGE_MAX_TIME_MS", "PAGE_TIMEOUT_MS", "SHOTS_DIR", "STEPS_FILE", "Settings", "act", "ask", "max_steps_for",
-           "play_step", "readable_action", "run_episode", "shot_path", "step_sample", "task_type"]

@@ -1,8 +1,7 @@
 """MiniWoB++ episodes (task pages of the PyPI package `miniwob`) in a live page: the scripted steps
 of each supported task, starting an episode with a seed, the page's own state and reward, and the
-ground truth of a scripted step as a `Step` (screenshot of the 160x210 task area, target box or
-text, history line). The closed loop asks and scores with it; capture/ wrote data_samples/ with it.
-"""
+ground truth of a scripted step as a `Step`. The closed loop asks and scores with it; capture/
+wrote data_samples/ with it."""
 
 from __future__ import annotations
 
@@ -25,11 +24,8 @@ UI_TYPES: tuple[str, ...] = ("text", "icon")
 
 @dataclass
 class Step:
-    """One step of one task on one screenshot, in the stored image's pixels.
-
-    `box` is (x1, y1, x2, y2) in image pixels for point actions, None otherwise. `history` holds
-    the descriptions of the earlier steps of the same task ("click 'Search'", "type 'pizza'").
-    """
+    """One step of one task on one screenshot: `box` (x1, y1, x2, y2) in image pixels for point
+    actions, None otherwise; `history` the earlier steps' lines ("click 'Search'", "type 'pizza'")."""
 
     id: str
     platform: str
@@ -84,7 +80,7 @@ def history_text(steps: Sequence[str]) -> str:
 
 
 def quote(text: str, limit: int = 60) -> str:
-    """`text` in single quotes for an instruction or history, shortened to `limit` characters."""
+    """`text` in single quotes, shortened to `limit` characters."""
     t = re.sub(r"\s+", " ", text).strip()
     if len(t) > limit:
         t = t[: limit - 1].rstrip() + "…"
@@ -102,8 +98,8 @@ TEST_SEEDS = range(1000, 1015)
 @dataclass(frozen=True)
 class MStep:
     """One step of a task: a click on the element the JS expression `target` returns, or typing
-    the text the JS expression `text` returns. `describe` is the history line ({name} = the
-    target's visible text); `ui_type` overrides the visible-text test (e.g. an icon-only button)."""
+    the text the JS expression `text` returns. `describe` is the history line ({name}: the target's
+    visible text); `ui_type` overrides the visible-text test (e.g. an icon-only button)."""
 
     action: str
     target: str = ""
@@ -187,7 +183,7 @@ _BOX_JS = """(el) => {
 
 
 def html_dir() -> Path:
-    """Folder of the MiniWoB++ task pages inside the installed `miniwob` package."""
+    """The MiniWoB++ task pages inside the installed `miniwob` package."""
     try:
         import miniwob
     except ImportError:
@@ -206,7 +202,7 @@ def miniwob_version() -> str:
 
 
 def step_id(task: str, seed: int, k: int) -> str:
-    """The id of step `k` of episode `seed` of `task`, as data_samples/ and the closed loop's records name it."""
+    """The id of step `k` of episode `seed` of `task` (data_samples/ and the closed loop's records)."""
     return f"miniwob/{task}/seed{seed}/step{k}"
 
 
@@ -219,9 +215,8 @@ def seed_of(step_id: str) -> int:
 
 
 def start_episode(page, task: str, seed: int, max_time_ms: int | None = None) -> str:
-    """Open `task`'s page, start episode `seed` and return its instruction (the page's query).
-    `max_time_ms` replaces the page's own time limit (10 s for most tasks), after which the page
-    ends the episode as failed."""
+    """Open `task`'s page, start episode `seed` and return its instruction. `max_time_ms` replaces
+    the page's own time limit (10 s for most tasks), after which the page ends the episode as failed."""
     page.goto((html_dir() / f"{task}.html").as_uri())
     page.wait_for_selector("#sync-task-cover", state="attached")
     # jQuery UI widgets (accordion, tabs) animate; switch jQuery's effects off so each screenshot
@@ -243,10 +238,10 @@ def episode_state(page) -> tuple[bool, float]:
 
 @dataclass
 class Expected:
-    """What scripted step `k` of a task asks on the page as it is now: the screenshot, the `Step`
-    (box or text) and the line it adds to the history, and where a click on the target lands
-    (CSS px of the viewport). `skipped` says why the step is not a clean one-click step (then
-    `step` is None, or the target's step when it is covered or off the task area)."""
+    """What scripted step `k` of a task asks on the page as it is now: the screenshot, the `Step`,
+    the line it adds to the history, and where a click on the target lands (CSS px of the
+    viewport). `skipped` says why the step is not a clean one-click step (then `step` is None, or
+    the target's step when it is covered or off the task area)."""
 
     shot: Shot
     step: Step | None = None
@@ -257,8 +252,7 @@ class Expected:
 
 def expected_step(page, task: str, seed: int, k: int, instruction: str, history: Sequence[str],
                   split: str) -> Expected:
-    """The screenshot of the task area and the ground truth of scripted step `k` of `task`: the
-    text to type, or the target's box (`skipped` when it is missing, covered or off the area)."""
+    """The screenshot of the task area and the ground truth of scripted step `k` of `task`."""
     from .browser import screenshot
 
     spec = TASKS[task]
@@ -291,7 +285,7 @@ def expected_step(page, task: str, seed: int, k: int, instruction: str, history:
 
 
 def wrap_clip(page) -> dict:
-    """The task area (the page's #wrap element) in CSS px of the viewport: x, y, width, height."""
+    """The task area (the page's #wrap element) in CSS px of the viewport."""
     return page.evaluate("() => { const r = document.getElementById('wrap').getBoundingClientRect();"
                          " return {x: r.left, y: r.top, width: r.width, height: r.height}; }")
 
@@ -301,8 +295,3 @@ def new_task_page(browser):
     ctx = browser.new_context(viewport={"width": 400, "height": 300}, device_scale_factor=DPR,
                               locale="en-US", timezone_id="UTC", reduced_motion="reduce")
     return ctx.new_page()
-
-
-__all__ = ["DPR", "PLATFORMS", "TASKS", "TEST_SEEDS", "TRAIN_SEEDS", "UI_TYPES", "Expected", "MStep", "Step",
-           "clip_box", "episode_state", "expected_step", "history_text", "html_dir", "miniwob_version",
-           "new_task_page", "quote", "seed_of", "start_episode", "step_id", "wrap_clip"]

@@ -29,7 +29,7 @@ def wilson(successes: int, n: int, z: float = _Z95) -> list[float]:
 
 
 def task_result(episodes: Sequence[dict]) -> dict:
-    """One task's figures: success rate, episodes, interval, mean steps, mean raw reward, how episodes ended."""
+    """One task's figures, how its episodes ended included."""
     n = len(episodes)
     solved = sum(bool(e["success"]) for e in episodes)
     return {"success": solved / n if n else None, "episodes": n, "solved": solved, "ci95": wilson(solved, n),
@@ -39,8 +39,8 @@ def task_result(episodes: Sequence[dict]) -> dict:
 
 
 def summarize_online(episodes: Iterable[dict], tasks: Sequence[str], seeds: Sequence[int]) -> dict:
-    """online.json's figures over the episodes of `tasks` x `seeds` (others in `episodes` are left out):
-    pooled success with its interval, and per task `task_result`."""
+    """online.json's figures over the episodes of `tasks` x `seeds` (others are left out): pooled
+    success with its interval, and per task `task_result`."""
     wanted = {(t, s) for t in tasks for s in seeds}
     chosen = [e for e in episodes if (e["task"], e["seed"]) in wanted]
     n = len(chosen)
@@ -66,6 +66,3 @@ def online_table(summary: dict) -> str:
         lines.append(f"| {task} | {r['episodes']} | {pct(r['success'])} | {pct(lo)}–{pct(hi)} | "
                      f"{'' if steps is None else f'{steps:.2f}'} |")
     return "\n".join(lines)
-
-
-__all__ = ["INTERVAL", "online_table", "summarize_online", "task_result", "wilson"]

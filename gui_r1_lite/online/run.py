@@ -1,7 +1,6 @@
-"""`evaluate_online`: a policy (a baseline, a model folder or a loaded policy) plays episodes of
-MiniWoB++ tasks in headless Chromium, one record per step and per episode appended to the run
-folder (a stopped run resumes and skips finished episodes), and `online.json` sums them up.
-"""
+"""`evaluate_online`: a policy plays episodes of MiniWoB++ tasks in headless Chromium, one record
+per step and per episode appended to the run folder (a stopped run resumes and skips finished
+episodes), and `online.json` sums them up."""
 
 from __future__ import annotations
 
@@ -22,13 +21,12 @@ from ..evaluate import (
     ModelCompleter,
     as_completer,
     check_settings,
+    completer_pixels,
     prediction_settings,
-    processor_pixels,
 )
-from ..geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from ..progress import bar
 from ..runfolder import as_stored, completer_identity, model_identity, open_run_folder
-from ..runio import append_jsonl, iter_jsonl, write_json_atomic, write_jsonl_atomic, write_text_atomic
+from ..runio import append_jsonl, clean_jsonl, iter_jsonl, write_json_atomic, write_text_atomic
 from .browser import chromium, require_playwright
 from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, SHOTS_DIR, STEPS_FILE, Settings, max_steps_for, run_episode
 from .miniwob import TASKS, TEST_SEEDS, TRAIN_SEEDS, html_dir, miniwob_version, new_task_page
@@ -54,7 +52,7 @@ def known_tasks() -> list[str]:
 
 def check_tasks(tasks: str | Iterable[str], oracle: bool = False) -> list[str]:
     """`tasks` (a list, or names separated by commas) checked against MiniWoB++'s; the oracle needs
-    a task with a script (`miniwob.TASKS`). Raises `UsageError` naming the fix."""
+    a task with a script (`miniwob.TASKS`)."""
     names = [t.strip() for t in (tasks.split(",") if isinstance(tasks, str) else tasks) if t.strip()]
     if not names:
         raise UsageError(f"no task given; pass MiniWoB++ task names, e.g. {','.join(ORACLE_TASKS[:3])}")
@@ -93,9 +91,9 @@ def episode_seeds(seed_start: int, episodes: int) -> list[int]:
 
 def _policy(policy: Any, adapter: str | os.PathLike | None,
             penalty: float | None) -> tuple[Completer | None, str, dict, str | None]:
-    """(completer, name, identity, model source). A model folder is not loaded here (the source is
+    """(completer, name, identity, model source). A model folder is not loaded here (its source is
     returned instead) so that cheap checks come first; a model without a repetition penalty of its
-    own gets `penalty` (a preset's)."""
+    own gets `penalty`."""
     if isinstance(policy, (str, os.PathLike)) and os.fspath(policy) not in BASELINES:
         source = os.fspath(policy)
         if not Path(source).expanduser().is_dir() and not is_hub_id(source):
@@ -111,20 +109,9 @@ def _policy(policy: Any, adapter: str | os.PathLike | None,
     return completer, completer.name, completer_identity(completer), None
 
 
-def _pixels(completer: Completer, min_pixels: int | None, max_pixels: int | None) -> tuple[int, int]:
-    """The model frame's resize bounds: the given ones, else the processor's (a model), else GUI-R1's."""
-    lo, hi = (processor_pixels(completer.policy.processor) if isinstance(completer, ModelCompleter)
-              else (None, None))
-    lo = min_pixels if min_pixels is not None else lo
-    hi = max_pixels if max_pixels is not None else hi
-    return (lo if lo is not None else GUI_R1_MIN_PIXELS), (hi if hi is not None else GUI_R1_MAX_PIXELS)
-
-
 def open_online_folder(out_dir: str | os.PathLike, made_by: dict, about: dict | None = None,
                        overwrite: bool = False) -> Path:
-    """`out_dir` as this run's folder (`runfolder.open_run_folder`): new or empty -> `run.json` written;
-    same `made_by` -> resumed; episodes made otherwise -> `RunFolderMismatch` saying what differs, or
-    with `overwrite` they are deleted and the run starts fresh."""
+    """`out_dir` as this run's folder (`runfolder.open_run_folder`)."""
     return open_run_folder(out_dir, made_by, results=[EPISODES_FILE, STEPS_FILE],
                            clear=[ONLINE_JSON, ONLINE_MD, SHOTS_DIR], holds=f"online episodes ({EPISODES_FILE})",
                            resume="to resume that run, run again with the same policy, tasks and settings",
@@ -134,21 +121,14 @@ def open_online_folder(out_dir: str | os.PathLike, made_by: dict, about: dict | 
 def finished_episodes(out: Path) -> dict[tuple[str, int], dict]:
     """The finished episodes of a run folder by (task, seed). Steps of an episode a stopped run left
     unfinished are dropped from the steps file (that episode is played again from its start)."""
-    episodes = {(e["task"], e["seed"]): e for e in iter_jsonl(out / EPISODES_FILE) if "task" in e}
-    for name, keep in ((EPISODES_FILE, lambda r: "task" in r),
-                       (STEPS_FILE, lambda r: (r.get("task"), r.get("seed")) in episodes)):
-        path = out / name
-        if path.exists():
-            text = path.read_text(encoding="utf-8")
-            records = [r for r in iter_jsonl(path) if keep(r)]
-            if len(text.splitlines()) != len(records) or (text and not text.endswith("\n")):
-                write_jsonl_atomic(path, records)
+    episodes = {(e["task"], e["seed"]): e for e in clean_jsonl(out / EPISODES_FILE, lambda r: "task" in r)}
+    clean_jsonl(out / STEPS_FILE, lambda r: (r.get("task"), r.get("seed")) in episodes)
     return episodes
 
 
 def read_episode(out_dir: str | os.PathLike, task: str | None = None, seed: int | None = None) -> list[dict]:
     """The step records of one finished episode of a run folder, in order (for `viz.episode_strip`):
-    of `task` and `seed`, or by default the first of the finished episodes with the most steps."""
+    of `task` and `seed`, or by default the first of those with the most steps."""
     out = Path(out_dir)
     episodes = [e for e in iter_jsonl(out / EPISODES_FILE)
                 if (task is None or e["task"] == task) and (seed is None or e["seed"] == seed)]
@@ -169,31 +149,11 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
     """Play `episodes` episodes (seeds `seed_start`, `seed_start + 1`, …) of each task in a live
     MiniWoB++ page with `policy`, write every step to `out_dir`, and return (and write) online.json.
 
-    Args:
-        policy: "oracle", "random", a model folder (or hub id), a loaded policy or a `Completer`
-            (`evaluate.as_completer`).
-        tasks: MiniWoB++ task names (a list or "a,b"); the oracle needs scripted ones (`ORACLE_TASKS`
-            are solved in every episode).
-        episodes: episodes per task.
-        seed_start: the first episode seed; seeds of data_samples/ are refused.
-        out_dir: the run folder: run.json, steps.jsonl, episodes.jsonl, shots/, online.json, online.md.
-            A folder begun by the same policy, tasks and settings resumes (more episodes extend it).
-        max_steps: steps allowed per episode (default: a task's scripted steps + 2; 10 without a script).
-        adapter: a LoRA adapter folder for a model folder `policy`.
-        min_pixels: lower resize bound of the model frame (default: the preset's, else the
-            processor's, else GUI-R1's).
-        max_pixels: upper resize bound, likewise.
-        max_new_tokens: the longest answer generated (default: the preset's, else 256).
-        compat: how answers are read (`actions.parse_completion`).
-        progress: show a progress bar over episodes.
-        overwrite: when `out_dir` holds episodes made otherwise, delete them and start fresh instead
-            of refusing (`RunFolderMismatch`).
-        preset: "paper" or "fast" (`evaluate.PRESETS`): the values above left None, and the repetition
-            penalty of a model without one of its own, come from it.
-
-    Returns:
-        online.json's object: `success` (pooled), `ci95`, `tasks` {task: success, episodes, solved,
-        ci95, mean_steps, mean_raw_reward, ends}, `seeds`, `policy` and the settings.
+    `policy` is "oracle", "random", a model folder (or hub id, with its LoRA `adapter`), a loaded
+    policy or a `Completer`. A folder begun by the same policy, tasks and settings resumes (more
+    episodes extend it); with `overwrite`, one holding episodes made otherwise starts fresh.
+    `max_steps` defaults to a task's scripted steps + 2 (10 without a script); the pixel bounds
+    and `max_new_tokens` to the preset's (`evaluate.PRESETS`), else the processor's and 256.
     """
     compat = check_compat(compat)
     decoding = prediction_settings(preset, max_new_tokens=max_new_tokens, min_pixels=min_pixels,
@@ -213,8 +173,7 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
         require_playwright()  # before a model loads: a missing browser costs nothing
         if completer is None:
             completer = _load(source, adapter, min_pixels, max_pixels, name, decoding["repetition_penalty"])
-        lo, hi = _pixels(completer, min_pixels, max_pixels)
-        settings = Settings(lo, hi, max_new_tokens, compat, out)
+        settings = Settings(*completer_pixels(completer, min_pixels, max_pixels), max_new_tokens, compat, out)
         _play(completer, todo, settings, max_steps, progress)
     summary = summarize_online(iter_jsonl(out / EPISODES_FILE), names, seeds)
     summary.update({"policy": name, "compat": compat, "preset": decoding["preset"], "max_new_tokens": max_new_tokens,
@@ -245,9 +204,8 @@ def _load(source: str, adapter, min_pixels: int | None, max_pixels: int | None, 
 
 def _play(completer: Completer, todo: Sequence[tuple[str, int]], settings: Settings, max_steps: int | None,
           progress: bool) -> None:
-    """Play the episodes of `todo` in one browser; each episode's record is appended when it ends.
-    Playwright's sync API refuses to run where an asyncio loop runs (a Jupyter kernel runs one), so
-    there the episodes are played in a worker thread."""
+    """Play the episodes of `todo` in one browser. Playwright's sync API refuses to run where an
+    asyncio loop runs (a Jupyter kernel runs one), so there they are played in a worker thread."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -265,8 +223,3 @@ def _play_here(completer: Completer, todo: Sequence[tuple[str, int]], settings: 
             episode = run_episode(page, completer, task, seed, max_steps_for(task, max_steps), settings)
             append_jsonl(settings.out / EPISODES_FILE, episode)
             advance(1)
-
-
-__all__ = ["DEFAULT_SEED_START", "EPISODES_FILE", "ONLINE_JSON", "ONLINE_MD", "ORACLE_TASKS", "RESERVED_SEEDS",
-           "check_tasks", "episode_seeds", "evaluate_online", "finished_episodes", "known_tasks",
-           "open_online_folder", "read_episode"]
