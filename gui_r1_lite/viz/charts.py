@@ -124,10 +124,9 @@ def _stage_bars(ax, counts: dict, groups: list[str], by: Sequence[str]) -> None:
 
 def miniature_bars(result: dict, arms: Sequence[str] = ("random", "sft", "sft_grpo"),
                    metrics: Sequence[str] = ("format_rate", "click_accuracy", "strict_step_success")):
-    """`miniature.run_miniature`'s result (or `miniature.arm_results` plus `seeds`) as bars: per
-    metric, each arm's mean with every seed as a dot and, where `stats` has one, its 95 % interval as
-    a whisker; an arm's blind score (every screenshot white) as a hatched bar beside its click
-    accuracy; beside them the gain of SFT → GRPO over SFT with its interval."""
+    """`miniature.run_miniature`'s result (or `arm_results` plus `seeds`) as bars: each arm's mean with
+    its seeds as dots and its 95 % interval where `stats` has one, its blind score (white screenshots)
+    hatched beside its click accuracy, and beside them the gain of SFT → GRPO over SFT."""
     stats = result.get("stats") or {}
     gain = stats.get("gain")
     width_in = 2.4 + 1.9 * len(metrics) + (3.4 if gain else 0.0)
@@ -225,10 +224,8 @@ def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:
 
 
 class LiveCurves:
-    """Training curves redrawn while a run trains: pass `callback()` to `training.train(cfg,
-    callbacks=[...])`. On a log, at most every `every` seconds and once more at the end, it redraws
-    `<output_dir>/metrics.jsonl` in place in the notebook; the latest figure is also `self.figure`
-    (and saved to `save_to` when given)."""
+    """Training curves redrawn in place while a run trains (`training.train(cfg, callbacks=[live.callback()])`):
+    on a log, at most every `every` seconds, and at the end. The latest figure is `self.figure`."""
 
     def __init__(self, keys: Sequence[str] | None = None, every: float = 5.0, smooth: int = 0,
                  save_to: str | None = None):

@@ -16,9 +16,8 @@ from .style import GT_COLOR, HIT_COLOR, MISS_COLOR, UNKNOWN_COLOR, fmt_point
 
 def draw_step(image: Image.Image, gt_bbox: Sequence[float] | None = None, point: Sequence[float] | None = None,
               hit: bool | None = None, label: str | None = None) -> Image.Image:
-    """A copy of `image` with the target box (a 2-value target as a ring) and the predicted point: a
-    filled circle when `hit`, a cross when not, a crosshair when unknown, sized in `image`'s pixels
-    (`prediction_card` draws the same marks at a size fixed on screen)."""
+    """A copy of `image` with the target box (a 2-value target: a ring) and the predicted point: a filled
+    circle when `hit`, a cross when not, a crosshair when unknown, sized in `image`'s pixels."""
     out = image.convert("RGB").copy()
     d = ImageDraw.Draw(out)
     scale = max(1, round(max(out.size) / 300))

@@ -243,10 +243,9 @@ def _repeat_note(record: dict, repeats: Mapping[str, tuple[int, int]]) -> str:
 
 def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: tuple[str, str] = ("before", "after"),
                  limit: int = 6, width: float = 3.6):
-    """Two prediction files on the same rows, side by side, a figure row per step: steps whose outcome
-    changed first (fixed, then broken), one per task until every task is shown, so the rows are
-    different pages. A caption says when its point is one the policy gave on several pages of that
-    task (`answer_repeats`, over the whole file)."""
+    """Two prediction files side by side, a row per step: steps whose outcome changed first (fixed, then
+    broken), one per task until every task is shown, so the rows are different pages. A caption says
+    when its point is one the policy gave on several pages of that task (`answer_repeats`)."""
     b = {r["id"]: r for r in before}
     pairs = [(b[r["id"]], r) for r in after if r["id"] in b]
     repeats = (answer_repeats(before), answer_repeats(after))
@@ -269,10 +268,9 @@ def before_after(before: Sequence[dict], after: Sequence[dict], images, labels: 
 
 
 def episode_strip(records: Sequence[dict], images, cols: int = 5, width: float = 2.6, title: str | None = None):
-    """One online episode as a strip of its screenshots in step order, each with the scripted target
-    box, the predicted click (a plus where no scripted step checks it) and a caption of the answer and
-    what the page did. `images` is also allowed to be the run folder (records name their `screenshot`
-    file in it). Titled by task, seed, instruction and outcome unless `title`."""
+    """One online episode's screenshots in step order, with the scripted target box, the predicted click
+    and a caption of the answer and what the page did. `images` may also be the run folder (records name
+    their `screenshot` in it). Titled by task, seed, instruction and outcome unless `title`."""
     records = sorted(records, key=lambda r: r.get("step", 0))
     if not records:
         raise ValueError("no step records: pass the records of one episode (an online run's steps.jsonl)")
