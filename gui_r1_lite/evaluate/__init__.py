@@ -34,6 +34,7 @@ from .presets import (
     check_settings,
     get_preset,
     prediction_settings,
+    require_positive,
 )
 from .run import (
     BLIND_NOTE,
@@ -53,5 +54,5 @@ __all__ = [
     "check_settings", "completer_identity", "completer_pixels", "evaluate", "get_preset", "load_benchmark",
     "load_model_completer", "main", "make_baseline", "make_record", "model_identity", "open_run_folder",
     "parse_args", "policy_from_args", "predict", "prediction_settings", "processor_pixels", "read_records",
-    "report_skipped", "resolve_completer", "row_keys", "run_about", "run_record", "samples_by_id"
+    "report_skipped", "require_positive", "resolve_completer", "row_keys", "run_about", "run_record", "samples_by_id"
 ]

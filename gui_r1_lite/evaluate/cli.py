@@ -28,7 +28,7 @@ from ..runfolder import completer_identity, model_identity, writable_folder
 from .benchmark import load_benchmark
 from .completers import BASELINES, Completer, ModelCompleter, make_baseline
 from .predictions import PREDICTIONS
-from .presets import DEFAULT_PRESET, PRESETS, check_settings, prediction_settings
+from .presets import DEFAULT_PRESET, PRESETS, check_settings, prediction_settings, require_positive
 from .run import BLIND_NOTE, METRICS_JSON, METRICS_MD, evaluate, open_run, resolve_completer
 
 
@@ -68,9 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.error("--adapter and --quantization need --model")
     if args.blind and args.suite is not None:
         ap.error("--blind goes with --data (score one benchmark blind, then compare it with its seeing run)")
-    for flag, value in (("--batch-size", args.batch_size), ("--max-new-tokens", args.max_new_tokens)):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} must be at least 1, got {value}")
+    require_positive({"--batch-size": args.batch_size, "--max-new-tokens": args.max_new_tokens})
     if args.repetition_penalty is not None and not args.repetition_penalty > 0:
         raise UsageError(f"--repetition-penalty must be positive (1.0: none), got {args.repetition_penalty}")
     args.settings = prediction_settings(args.preset or DEFAULT_PRESET, max_new_tokens=args.max_new_tokens,

@@ -30,9 +30,7 @@ SAMPLING_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 0, "top_p": 1.0,
                                    "no_repeat_ngram_size": 0}
 #: Greedy decoding without a repetition penalty; the sampling-only fields hold transformers' own
 #: defaults, which greedy decoding ignores (and does not warn about).
-GREEDY_FIELDS: dict[str, Any] = {"temperature": 1.0, "top_k": 50, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
-                                 "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "repetition_penalty": 1.0,
-                                 "no_repeat_ngram_size": 0}
+GREEDY_FIELDS: dict[str, Any] = {**SAMPLING_FIELDS, "top_k": 50, "min_p": None}
 
 
 class Completer(Protocol):

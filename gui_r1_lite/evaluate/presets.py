@@ -77,6 +77,13 @@ def prediction_settings(preset: str | Preset | None, *, max_new_tokens: int | No
     return {"preset": p.name, **values, "temperature": p.temperature, "top_p": p.top_p, "overridden": overridden}
 
 
+def require_positive(values: dict[str, int | None]) -> None:
+    """Refuse (`UsageError`) a value below 1 of `values` (name -> value; None passes)."""
+    for name, value in values.items():
+        if value is not None and value < 1:
+            raise UsageError(f"{name} must be at least 1, got {value}")
+
+
 def check_settings(limit: int | None, min_pixels: int | None, max_pixels: int | None,
                    flags: dict[str, str] | None = None) -> None:
     """Refuse (`UsageError`) a row limit below 1 and pixel bounds that are not positive or not in

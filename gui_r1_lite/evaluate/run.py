@@ -91,30 +91,19 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
              overwrite: bool = False, preset: str | Preset | None = None, blind: bool = False) -> dict:
     """Predict a benchmark with a policy and write `predictions.jsonl`, `metrics.json` and
     `metrics.md` into `out_dir`; an interrupted run in the same `out_dir` with the same arguments
-    resumes (`open_run_folder`).
+    resumes (`open_run_folder`), a folder made otherwise is refused unless `overwrite`.
 
-    Args:
-        data: a benchmark parquet file, a folder of them, a `data.Dataset`, a list of samples or a
-            `Benchmark` (`load_benchmark`).
-        policy: a loaded policy, a `Completer`, or "oracle"/"random" (`as_completer`).
-        benchmark: the name the metrics carry (default: the file's stem or the folder's name).
-        max_new_tokens, min_pixels, max_pixels: None takes the preset's (`PRESETS`); without one,
-            `DEFAULT_MAX_NEW_TOKENS` and the processor's bounds for a model, else GUI-R1's.
-        compat: how completions are read and GR measured: "official" (the original's rules) or "strict".
-        limit: at most this many rows per file (None: all).
-        overwrite: delete predictions made otherwise in `out_dir` instead of refusing them.
-        preset: "paper" or "fast": the values left None, and the repetition penalty of a model
-            policy that has none of its own, come from it.
-        blind: score the same rows with every screenshot white (`blind`): does the policy look at
-            the screen? A blind run never resumes a seeing run's folder, nor the reverse.
+    `data` is anything `load_benchmark` reads, `policy` anything `as_completer` takes, `limit` rows
+    per file. `max_new_tokens` and the pixel bounds left None come from `preset` ("paper" or
+    "fast"), else `DEFAULT_MAX_NEW_TOKENS` and the processor's bounds for a model, GUI-R1's for a
+    baseline; a model policy without a repetition penalty of its own takes the preset's. `compat`:
+    "official" (the original's rules) or "strict". `blind` scores the same rows with every
+    screenshot white: does the policy look at the screen? (A blind run never resumes a seeing
+    run's folder, nor the reverse.)
 
-    Returns:
-        The metrics (`metrics.summarize`) plus the policy's name, `compat`, what validation skipped,
-        the pixel bounds, `max_new_tokens` and every resolved setting (`settings`); `per_file`
-        when the rows come from several files.
-
-    Raises:
-        RunFailed: no row of `data`, or of one of its files, passed validation.
+    Returns the metrics (`metrics.summarize`) with the policy, what validation skipped and every
+    resolved setting (`settings`); `per_file` when the rows come from several files. Raises
+    `RunFailed` when no row of `data`, or of one of its files, passed validation.
     """
     wanted = prediction_settings(preset, max_new_tokens=max_new_tokens, min_pixels=min_pixels, max_pixels=max_pixels)
     completer, settings = resolve_completer(policy, wanted, seed)

@@ -23,6 +23,7 @@ from ..evaluate import (
     check_settings,
     completer_pixels,
     prediction_settings,
+    require_positive,
 )
 from ..progress import bar
 from ..runfolder import as_stored, completer_identity, model_identity, open_run_folder
@@ -162,7 +163,8 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
     completer, name, identity, source = _policy(policy, adapter, decoding["repetition_penalty"])
     names = check_tasks(tasks, oracle=name == "oracle" and source is None)
     seeds = episode_seeds(seed_start, episodes)
-    _check_numbers(max_steps, max_new_tokens, min_pixels, max_pixels)
+    require_positive({"max_steps": max_steps, "max_new_tokens": max_new_tokens})
+    check_settings(None, min_pixels, max_pixels)
     made_by = as_stored({"policy": identity, "tasks": sorted(names), "compat": compat, "preset": decoding["preset"],
                          "min_pixels": min_pixels, "max_pixels": max_pixels, "max_new_tokens": max_new_tokens,
                          "max_steps": max_steps, "miniwob": miniwob_version(), "page_max_time_ms": PAGE_MAX_TIME_MS})
@@ -182,15 +184,6 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
     write_json_atomic(out / ONLINE_JSON, summary)
     write_text_atomic(out / ONLINE_MD, online_table(summary) + "\n")
     return summary
-
-
-def _check_numbers(max_steps: int | None, max_new_tokens: int, min_pixels: int | None,
-                   max_pixels: int | None) -> None:
-    if max_steps is not None and max_steps < 1:
-        raise UsageError(f"max_steps must be at least 1, got {max_steps}")
-    if max_new_tokens < 1:
-        raise UsageError(f"max_new_tokens must be at least 1, got {max_new_tokens}")
-    check_settings(None, min_pixels, max_pixels)
 
 
 def _load(source: str, adapter, min_pixels: int | None, max_pixels: int | None, name: str,
