@@ -1,10 +1,7 @@
-"""Closed-loop evaluation in a live browser: a policy plays MiniWoB++ task pages in headless
-Chromium, step by step through the same prompt, parsing and pixel frames as training and
-offline evaluation, and the page's own reward says whether each episode was solved.
-
-    python -m gui_r1_lite.online --policy oracle|random|MODEL_DIR [--adapter A] --tasks t1,t2 \\
-        --episodes N --seed-start S --out DIR [--max-steps K]
-"""
+"""Closed-loop evaluation in a live browser (`python -m gui_r1_lite.online`): a policy plays
+MiniWoB++ task pages in headless Chromium, step by step through the same prompt, parsing and pixel
+frames as training and offline evaluation, and the page's own reward says whether each episode was
+solved."""
 
 from .browser import CaptureDependencyError, find_chromium, require_playwright
 from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, STEPS_FILE, max_steps_for, task_type
