@@ -175,8 +175,8 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
         require_playwright()  # before a model loads: a missing browser costs nothing
         if completer is None:
             completer = _load(source, adapter, min_pixels, max_pixels, name, decoding["repetition_penalty"])
-        settings = Settings(*completer_pixels(completer, min_pixels, max_pixels), max_new_tokens, compat, out)
-        _play(completer, todo, settings, max_steps, progress)
+        lo, hi = completer_pixels(completer, min_pixels, max_pixels)
+        _play(completer, todo, Settings(lo, hi, max_new_tokens, compat, out), max_steps, progress)
     summary = summarize_online(iter_jsonl(out / EPISODES_FILE), names, seeds)
     summary.update({"policy": name, "compat": compat, "preset": decoding["preset"], "max_new_tokens": max_new_tokens,
                     "max_steps": {t: max_steps_for(t, max_steps) for t in names},
