@@ -273,7 +273,6 @@ def expected_step(page, task: str, seed: int, k: int, instruction: str, history:
     if b["covered"]:
         skipped = f"step {k}: target partly covered by another element"
     elif not (0 < cx < b["ww"] and 0 < cy < b["wh"]):
-        # the target lies outside the task area (the page would need scrolling): not a one-click step
         skipped = f"step {k}: target centre outside the task area"
     ui_type = ms.ui_type or ("text" if any(ch.isalnum() for ch in b["text"]) else "icon")
     try:
