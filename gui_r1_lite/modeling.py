@@ -17,15 +17,7 @@ from typing import Any, Literal, get_args
 from .errors import UsageError
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from .hub import hub_offline, hub_reachable, is_hub_id
-from .lora import (
-    TEXT_LORA_TARGETS,
-    VISION_LORA_TARGETS,
-    LoraSettings,
-    lora_targets,
-    resolve_lora,
-    set_vision_trainable,
-    vision_tower,
-)
+from .lora import LoraSettings, lora_targets, resolve_lora, set_vision_trainable, vision_tower
 
 logger = logging.getLogger(__name__)
 
@@ -385,7 +377,7 @@ def _with_adapter(model, settings: LoraSettings | None, adapter: str | os.PathLi
 
 
 __all__ = [
-    "FP16_NOTE", "QUANTIZATIONS", "QUANTIZATION_SKIP", "TEXT_LORA_TARGETS", "VISION_LORA_TARGETS", "LoraSettings",
-    "ModelSourceError", "Policy", "Quantization", "check_quantization", "free_memory", "load_policy", "lora_targets",
-    "native_bf16", "quantization_config", "resolve_device", "resolve_dtype", "set_vision_trainable", "vision_tower",
+    "FP16_NOTE", "QUANTIZATIONS", "QUANTIZATION_SKIP", "LoraSettings", "ModelSourceError", "Policy", "Quantization",
+    "check_quantization", "free_memory", "load_policy", "lora_targets", "native_bf16", "quantization_config",
+    "resolve_device", "resolve_dtype", "set_vision_trainable", "vision_tower",
 ]
