@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,8 +146,6 @@ def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int
 def follow_first_seed(live, seed_dir: Path) -> Callable[[], None]:
     """A `watch` for `run_miniature`: redraw `live` from the training log of the stage the seed in
     `seed_dir` is training, at most every `live.every` seconds."""
-    import time
-
     last = [float("-inf")]
 
     def watch() -> None:

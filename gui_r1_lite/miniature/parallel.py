@@ -121,8 +121,7 @@ def _start(fn: Callable, args: tuple, threads: int, job_file: Path) -> subproces
     with open(job_file, "wb") as fh:
         pickle.dump({"fn": fn, "args": args}, fh)
     # read by OpenMP and the BLAS libraries when they load; a job's stages pin torch's count again
-    env = {**os.environ, **{var: str(threads) for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS",
-                                                           "OPENBLAS_NUM_THREADS")}}
+    env = {**os.environ, **dict.fromkeys(("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"), str(threads))}
     pin_dispatch(env)
     return subprocess.Popen([sys.executable, "-c", _BOOT, json.dumps(sys.path), str(job_file)], env=env)
 
