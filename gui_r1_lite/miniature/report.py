@@ -113,16 +113,10 @@ def study_statistics(predictions: Mapping[Any, Mapping[str, str]], online: Mappi
                      vs: str = GAIN_VS, arm: str = GAIN_ARM, n_boot: int = stats.N_BOOT,
                      seed: int = stats.BOOT_SEED, online_runs: Mapping[Any, Mapping[str, str]] | None = None,
                      ) -> dict[str, Any]:
-    """The statistics of a miniature run, from its files: `predictions` is `{seed: {arm: evaluation
-    folder}}`, `online` `{seed: {arm: online.json object}}` and `online_runs` `{seed: {arm: online
-    folder}}`; the gain reported is `arm`'s click accuracy minus `vs`'s.
-
-    Returns `vs`, `arm`, `seeds`, `n_boot`; `gain` (click accuracy on all and on parsed rows, paired:
-    `stats.bootstrap_gain`) and `mcnemar` per seed; `arms`: every scored arm's accuracy with intervals,
-    click rows per seed and the share that parsed; `per_task`; with blind scorings (`<arm>_blind`, which
-    count as arms too) `looks`, each arm's click accuracy minus its blind score, and `distinct`
-    (`stats.distinct_answers`); with `online`, each arm's success, and with `online_runs` too,
-    `online_gain`, paired on the episodes both arms played."""
+    """The statistics of a miniature run, from its files (`predictions`: `{seed: {arm: evaluation folder}}`,
+    `online`: `{seed: {arm: online.json object}}`, `online_runs`: `{seed: {arm: online folder}}`): `gain`
+    (`arm` over `vs`, paired) and `mcnemar`, each scored arm's accuracy and `per_task`, with blind
+    scorings `looks` and `distinct`, with online stages each arm's success and `online_gain`."""
     seeds = sorted(int(s) for s in predictions)
     folders = {int(s): f for s, f in predictions.items()}
     seeing = (*ARMS, WARM)

@@ -273,17 +273,11 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
     """Run the miniature (every arm for every seed) and write `out_dir/miniature.json`; returns it.
 
     Finished stages in `out_dir` are skipped on a rerun with the same settings, so a longer `seeds`
-    list reuses the seeds already run. `settings` (default `MiniatureSettings()`) with `overrides`
-    replacing its fields; `validate`: score on the validation seeds of `train_data`; `progress`: show
-    training logs instead of writing them to each stage's `log.txt`. `callbacks` (TrainerCallbacks)
-    live in this process, so they need `workers=1`; `workers` seeds run side by side, a process each
-    (default: one per `threads` cores, at most one per seed), which changes no figure; `watch` is
-    called every few seconds in this process meanwhile (a live view).
-
-    The result holds each arm's metrics (`{"mean", "std", "per_seed"}`, and its blind click accuracy),
-    `warm_start`, `per_task_click_accuracy`, `stats` (`report.study_statistics`), `looks`,
-    `distinct_answers`, compute, seconds, folders and settings; with online stages, `online` and
-    `online_success`."""
+    list reuses the seeds already run. `overrides` replace fields of `settings`; `validate` scores on
+    the validation seeds of `train_data`; `progress` shows training logs instead of writing them to
+    each stage's `log.txt`. `workers` seeds run side by side, a process each (default: one per
+    `threads` cores), which changes no figure; `callbacks` (TrainerCallbacks) live in this process, so
+    they need `workers=1`; `watch` is called every few seconds in this process meanwhile."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     settings = MiniatureSettings.from_overrides(settings, **overrides).validate()
