@@ -218,8 +218,21 @@ def check_same_settings(out: Path, wanted: dict) -> None:
     path = out / SETTINGS_FILE
     if not path.exists():
         write_json_atomic(path, wanted)
-    elif read_json(path) != wanted:
-        raise UsageError(f"{out} holds a run with other settings ({path}); use another out_dir or delete it")
+    elif (held := read_json(path)) != wanted:
+        raise UsageError(f"{out} holds a run with other settings ({path}: {_differences(held, wanted)}); "
+                         "use another out_dir or delete it")
+
+
+def _differences(held: dict, wanted: dict, prefix: str = "") -> str:
+    """The keys whose values differ, as `key: held -> wanted` (nested keys joined by dots)."""
+    out = []
+    for key in sorted(set(held) | set(wanted), key=str):
+        a, b = held.get(key), wanted.get(key)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [d for d in [_differences(a, b, f"{prefix}{key}.")] if d]
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
+    return ", ".join(out)
 
 
 def online_missing() -> str | None:
