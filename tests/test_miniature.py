@@ -445,9 +445,9 @@ def test_a_rerun_reuses_every_finished_stage(tiny_run):
 
 
 def test_a_rerun_with_other_settings_is_refused(tiny_run):
-    with pytest.raises(ValueError, match=r"other settings .*settings.warm_steps: 2 -> 3\)"):
+    with pytest.raises(ValueError, match=r"other settings .*: settings.warm_steps: 2 there, 3 now\)"):
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "warm_steps": 3})
-    with pytest.raises(ValueError, match="threads: 1 -> 2"):  # the thread count can change the figures
+    with pytest.raises(ValueError, match="settings.threads: 1 there, 2 now"):  # the thread count can change the figures
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "threads": 2})
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RunFailed, UsageError
+from ..runfolder import differences
 from ..runio import read_json, write_json_atomic
 from .parallel import default_workers, pinned_threads, run_parallel
 from .report import WARM, aggregate, blind_arm, combine_seeds
@@ -219,20 +220,16 @@ def check_same_settings(out: Path, wanted: dict) -> None:
     if not path.exists():
         write_json_atomic(path, wanted)
     elif (held := read_json(path)) != wanted:
-        raise UsageError(f"{out} holds a run with other settings ({path}: {_differences(held, wanted)}); "
+        raise UsageError(f"{out} holds a run with other settings ({path}: {'; '.join(_differences(held, wanted))}); "
                          "use another out_dir or delete it")
 
 
-def _differences(held: dict, wanted: dict, prefix: str = "") -> str:
-    """The keys whose values differ, as `key: held -> wanted` (nested keys joined by dots)."""
-    out = []
-    for key in sorted(set(held) | set(wanted), key=str):
-        a, b = held.get(key), wanted.get(key)
-        if isinstance(a, dict) and isinstance(b, dict):
-            out += [d for d in [_differences(a, b, f"{prefix}{key}.")] if d]
-        elif a != b:
-            out.append(f"{prefix}{key}: {a!r} -> {b!r}")
-    return ", ".join(out)
+def _differences(held: dict, wanted: dict) -> list[str]:
+    """What differs between two run records, the settings one by one."""
+    settings = [held.get("settings") or {}, wanted.get("settings") or {}]
+    rest = [{k: v for k, v in r.items() if k != "settings"} for r in (held, wanted)]
+    return differences(*rest) + differences(*settings, prefix="settings.")
+
 
 
 def online_missing() -> str | None:
