@@ -5,6 +5,10 @@ swapped in at a time, every run on the same prompt visits (`extra_prompts`), sco
 seeds only; `recipe_probe.json` holds every run's validation click accuracy and training seconds, and
 the copy the departures table cites ships as `docs/results/recipe_probe.json`.
 
+The rule, fixed before the probe ran: the miniature keeps its own value unless the recipe's scores higher
+by more than `NOISE` (two validation rows with a box a seed, of 55); a smaller difference is noise at this
+size, and the miniature's learning rate and temperature were tuned with its own values.
+
     python -m study.recipe runs/recipe --seeds 0,1 --results docs/results
 """
 
@@ -29,6 +33,8 @@ from .sweep import _phase, config_job, warm_job
 
 PROBE_FILE = "recipe_probe.json"
 SHIPPED_PROBE = RESULTS / PROBE_FILE
+#: The difference in mean validation click accuracy a recipe value must exceed to replace the miniature's.
+NOISE = 2 / 55
 #: One recipe value at a time (GPU recipe and GUI-R1 agree on each), against the miniature's own (`{}`).
 #: Every run has the same prompt visits; a group of 5 samples fewer answers, 4 prompts an update takes
 #: half the updates.
@@ -64,9 +70,13 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
                           "mean_click_accuracy": statistics.fmean(acc), "mean_train_seconds": statistics.fmean(sec)}
     base = variants["miniature"]
     for v in variants.values():
-        v["vs_miniature"] = {"click_accuracy": v["mean_click_accuracy"] - base["mean_click_accuracy"],
+        gain = v["mean_click_accuracy"] - base["mean_click_accuracy"]
+        v["vs_miniature"] = {"click_accuracy": gain,
                              "train_seconds_ratio": v["mean_train_seconds"] / base["mean_train_seconds"]}
-    result = {"seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "settings": settings.to_dict(),
+        v["adopt"] = gain > NOISE
+    result = {"rule": f"a recipe value replaces the miniature's when its mean validation click accuracy is "
+                      f"higher by more than {NOISE:.4f}",
+              "seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "settings": settings.to_dict(),
               "variants": variants, "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / PROBE_FILE, result)
     return result
@@ -75,12 +85,12 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
 def probe_table(result: dict) -> str:
     """The probe as a Markdown table: each variant's mean validation click accuracy, its difference from
     the miniature's settings and its training seconds relative to them."""
-    lines = ["| GRPO variant | validation click accuracy | vs miniature | training seconds vs miniature |",
-             "|---|---:|---:|---:|"]
+    lines = ["| GRPO variant | validation click accuracy | vs miniature | training seconds vs miniature | adopted |",
+             "|---|---:|---:|---:|---|"]
     for name, v in result["variants"].items():
         lines.append(f"| {name} | {100 * v['mean_click_accuracy']:.1f} % | "
                      f"{100 * v['vs_miniature']['click_accuracy']:+.1f} | "
-                     f"x{v['vs_miniature']['train_seconds_ratio']:.2f} |")
+                     f"x{v['vs_miniature']['train_seconds_ratio']:.2f} | {'yes' if v['adopt'] else 'no'} |")
     return "\n".join(lines)
 
 
