@@ -2,7 +2,7 @@
 `loss_type`, answers a group, prompts an update), each departure measured rather than assumed. From each
 seed's warm start, the GRPO arm is trained with the miniature's settings and then with one recipe value
 swapped in at a time, every run on the same prompt visits (`extra_prompts`), scored on the validation
-seeds only; `recipe_probe.json` holds every run's validation click accuracy and training seconds, and
+seeds only; `recipe_probe.json` holds every run's validation click accuracy and training CPU seconds, and
 the copy the departures table cites ships as `docs/results/recipe_probe.json`.
 
 The rule, fixed before the probe ran: the miniature keeps its own value unless the recipe's scores higher
@@ -26,7 +26,8 @@ from gui_r1_lite.miniature.__main__ import parse_seeds
 from gui_r1_lite.miniature.parallel import default_workers
 from gui_r1_lite.miniature.settings import DEFAULT_TRAIN, MiniatureSettings
 from gui_r1_lite.miniature.splits import prepared_data
-from gui_r1_lite.runio import write_json_atomic
+from gui_r1_lite.miniature.stages import STAGE_FILE
+from gui_r1_lite.runio import read_json, write_json_atomic
 
 from .results import RESULTS
 from .sweep import _phase, config_job, warm_job
@@ -65,14 +66,17 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     variants = {}
     for name, config in VARIANTS.items():
         acc = [runs[(s, name)]["metrics"]["click_accuracy"] for s in seeds]
-        sec = [runs[(s, name)]["train_seconds"] for s in seeds]
-        variants[name] = {"config": config, "click_accuracy": acc, "train_seconds": sec,
-                          "mean_click_accuracy": statistics.fmean(acc), "mean_train_seconds": statistics.fmean(sec)}
+        # CPU seconds of the training process: the wall clock depends on what else ran on the machine
+        sec = [read_json(Path(runs[(s, name)]["folder"]) / "sft_grpo_train" / STAGE_FILE)["train_cpu_seconds"]
+               for s in seeds]
+        variants[name] = {"config": config, "click_accuracy": acc, "train_cpu_seconds": sec,
+                          "mean_click_accuracy": statistics.fmean(acc),
+                          "mean_train_cpu_seconds": statistics.fmean(sec)}
     base = variants["miniature"]
     for v in variants.values():
         gain = v["mean_click_accuracy"] - base["mean_click_accuracy"]
         v["vs_miniature"] = {"click_accuracy": gain,
-                             "train_seconds_ratio": v["mean_train_seconds"] / base["mean_train_seconds"]}
+                             "train_cpu_seconds_ratio": v["mean_train_cpu_seconds"] / base["mean_train_cpu_seconds"]}
         v["adopt"] = gain > NOISE
     result = {"rule": f"a recipe value replaces the miniature's when its mean validation click accuracy is "
                       f"higher by more than {NOISE:.4f}",
@@ -85,12 +89,13 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
 def probe_table(result: dict) -> str:
     """The probe as a Markdown table: each variant's mean validation click accuracy, its difference from
     the miniature's settings and its training seconds relative to them."""
-    lines = ["| GRPO variant | validation click accuracy | vs miniature | training seconds vs miniature | adopted |",
+    lines = ["| GRPO variant | validation click accuracy | vs miniature | training CPU seconds vs miniature "
+             "| adopted |",
              "|---|---:|---:|---:|---|"]
     for name, v in result["variants"].items():
         lines.append(f"| {name} | {100 * v['mean_click_accuracy']:.1f} % | "
                      f"{100 * v['vs_miniature']['click_accuracy']:+.1f} | "
-                     f"x{v['vs_miniature']['train_seconds_ratio']:.2f} | {'yes' if v['adopt'] else 'no'} |")
+                     f"x{v['vs_miniature']['train_cpu_seconds_ratio']:.2f} | {'yes' if v['adopt'] else 'no'} |")
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(
     assert set(result["variants"]) == set(recipe.VARIANTS)
     assert json.loads((out / recipe.PROBE_FILE).read_text()) == json.loads(json.dumps(result))
     base = result["variants"]["miniature"]
-    assert base["vs_miniature"] == {"click_accuracy": 0.0, "train_seconds_ratio": 1.0} and not base["adopt"]
+    assert base["vs_miniature"] == {"click_accuracy": 0.0, "train_cpu_seconds_ratio": 1.0} and not base["adopt"]
     for name, config in recipe.VARIANTS.items():
         folder = out / f"sft_grpo-{'-'.join(f'{k}={v}' for k, v in config.items())}" if config else None
         if folder is None:
