@@ -36,15 +36,16 @@ PROBE_FILE = "recipe_probe.json"
 SHIPPED_PROBE = RESULTS / PROBE_FILE
 #: The difference in mean validation click accuracy a recipe value must exceed to replace the miniature's.
 NOISE = 2 / 55
-#: One recipe value at a time (GPU recipe and GUI-R1 agree on each), against the miniature's own (`{}`).
+#: One recipe value at a time (GPU recipe and GUI-R1 agree on each), named by the setting it swaps in,
+#: against the miniature's own (`{}`).
 #: Every run has the same prompt visits; a group of 5 samples fewer answers, 4 prompts an update takes
 #: half the updates.
 VARIANTS: dict[str, dict] = {
     "miniature": {},
-    "loss_type=dapo": {"loss_type": "dapo"},
-    "beta=0.01": {"beta": 0.01},
-    "num_generations=5": {"num_generations": 5},
-    "grpo_prompts_per_step=4": {"grpo_prompts_per_step": 4},
+    "loss_type": {"loss_type": "dapo"},
+    "beta": {"beta": 0.01},
+    "num_generations": {"num_generations": 5},
+    "grpo_prompts_per_step": {"grpo_prompts_per_step": 4},
 }
 
 
@@ -92,8 +93,9 @@ def probe_table(result: dict) -> str:
     lines = ["| GRPO variant | validation click accuracy | vs miniature | training CPU seconds vs miniature "
              "| adopted |",
              "|---|---:|---:|---:|---|"]
-    for name, v in result["variants"].items():
-        lines.append(f"| {name} | {100 * v['mean_click_accuracy']:.1f} % | "
+    for v in result["variants"].values():
+        swapped = ", ".join(f"{key} {value}" for key, value in v["config"].items()) or "the miniature's settings"
+        lines.append(f"| {swapped} | {100 * v['mean_click_accuracy']:.1f} % | "
                      f"{100 * v['vs_miniature']['click_accuracy']:+.1f} | "
                      f"x{v['vs_miniature']['train_cpu_seconds_ratio']:.2f} | {'yes' if v['adopt'] else 'no'} |")
     return "\n".join(lines)
