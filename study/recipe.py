@@ -7,7 +7,8 @@ the copy the departures table cites ships as `docs/results/recipe_probe.json`.
 
 The rule, fixed before the probe ran: the miniature keeps its own value unless the recipe's scores higher
 by more than `NOISE` (two validation rows with a box a seed, of 55); a smaller difference is noise at this
-size, and the miniature's learning rate and temperature were tuned with its own values.
+size, and the miniature's learning rate and temperature were tuned with its own values. Values adopted
+one by one are then run together (`together`), and taken unless together they score below the miniature's.
 
     python -m study.recipe runs/recipe --seeds 0,1 --results docs/results
 """
@@ -64,27 +65,43 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     n = default_workers(settings.threads, len(jobs)) if workers is None else max(1, int(workers))
     _phase(warm_job, {s: (str(out), s, settings, data) for s in seeds}, n, settings.threads)
     runs = _phase(config_job, jobs, n, settings.threads)
-    variants = {}
-    for name, config in VARIANTS.items():
-        acc = [runs[(s, name)]["metrics"]["click_accuracy"] for s in seeds]
-        # CPU seconds of the training process: the wall clock depends on what else ran on the machine
-        sec = [read_json(Path(runs[(s, name)]["folder"]) / "sft_grpo_train" / STAGE_FILE)["train_cpu_seconds"]
-               for s in seeds]
-        variants[name] = {"config": config, "click_accuracy": acc, "train_cpu_seconds": sec,
-                          "mean_click_accuracy": statistics.fmean(acc),
-                          "mean_train_cpu_seconds": statistics.fmean(sec)}
+    variants = {name: _scored(runs, name, config, seeds) for name, config in VARIANTS.items()}
     base = variants["miniature"]
     for v in variants.values():
-        gain = v["mean_click_accuracy"] - base["mean_click_accuracy"]
-        v["vs_miniature"] = {"click_accuracy": gain,
-                             "train_cpu_seconds_ratio": v["mean_train_cpu_seconds"] / base["mean_train_cpu_seconds"]}
-        v["adopt"] = gain > NOISE
+        _compare(v, base)
+        v["adopt"] = v["vs_miniature"]["click_accuracy"] > NOISE
+    adopted = {k: value for v in variants.values() if v["adopt"] for k, value in v["config"].items()}
+    together = None
+    if len(adopted) > 1:  # the values adopted one by one, run together before the miniature takes them
+        runs = _phase(config_job, {(s, "together"): (str(out), s, settings, data, "sft_grpo", adopted, None)
+                                   for s in seeds}, n, settings.threads)
+        together = _compare(_scored(runs, "together", adopted, seeds), base)
+        together["adopt"] = together["vs_miniature"]["click_accuracy"] >= 0
     result = {"rule": f"a recipe value replaces the miniature's when its mean validation click accuracy is "
-                      f"higher by more than {NOISE:.4f}",
+                      f"higher by more than {NOISE:.4f}; several such values are taken together unless, run "
+                      "together, they score below the miniature's settings",
               "seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "settings": settings.to_dict(),
-              "variants": variants, "workers": n, "wall_seconds": round(time.perf_counter() - t0, 2)}
+              "variants": variants, "together": together, "workers": n,
+              "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / PROBE_FILE, result)
     return result
+
+
+def _scored(runs: dict, name: str, config: dict, seeds: list[int]) -> dict:
+    """One variant's validation click accuracy and training CPU seconds, per seed and their means."""
+    acc = [runs[(s, name)]["metrics"]["click_accuracy"] for s in seeds]
+    # CPU seconds of the training process: the wall clock depends on what else ran on the machine
+    sec = [read_json(Path(runs[(s, name)]["folder"]) / "sft_grpo_train" / STAGE_FILE)["train_cpu_seconds"]
+           for s in seeds]
+    return {"config": config, "click_accuracy": acc, "train_cpu_seconds": sec,
+            "mean_click_accuracy": statistics.fmean(acc), "mean_train_cpu_seconds": statistics.fmean(sec)}
+
+
+def _compare(variant: dict, base: dict) -> dict:
+    variant["vs_miniature"] = {
+        "click_accuracy": variant["mean_click_accuracy"] - base["mean_click_accuracy"],
+        "train_cpu_seconds_ratio": variant["mean_train_cpu_seconds"] / base["mean_train_cpu_seconds"]}
+    return variant
 
 
 def probe_table(result: dict) -> str:
@@ -93,7 +110,7 @@ def probe_table(result: dict) -> str:
     lines = ["| GRPO variant | validation click accuracy | vs miniature | training CPU seconds vs miniature "
              "| adopted |",
              "|---|---:|---:|---:|---|"]
-    for v in result["variants"].values():
+    for v in [*result["variants"].values(), *([result["together"]] if result.get("together") else [])]:
         swapped = ", ".join(f"{key} {value}" for key, value in v["config"].items()) or "the miniature's settings"
         lines.append(f"| {swapped} | {100 * v['mean_click_accuracy']:.1f} % | "
                      f"{100 * v['vs_miniature']['click_accuracy']:+.1f} | "

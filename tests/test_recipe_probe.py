@@ -1,5 +1,5 @@
 """The recipe probe (`study.recipe`): each recipe value reaches the GRPO trainer of its own run, from the
-same warm start, and the table reads the result file."""
+same warm start; values adopted one by one are run together; the table reads the result file."""
 
 from __future__ import annotations
 
@@ -11,21 +11,33 @@ from study import recipe
 from tests.test_miniature import TINY_BUDGET
 
 
-def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(tmp_path):
+def trainer_settings(out, config: dict) -> dict:
+    folder = out / "-".join(["sft_grpo", *(f"{k}={v}" for k, v in config.items())])
+    return yaml.safe_load((folder / "seed0" / "sft_grpo_train" / "train_config.yaml").read_text())
+
+
+def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipe, "NOISE", -1.0)  # every value adopted: the values are then run together
     out = tmp_path / "probe"
     result = recipe.run_probe(str(out), [0], workers=1, **TINY_BUDGET)
     assert set(result["variants"]) == set(recipe.VARIANTS)
     assert json.loads((out / recipe.PROBE_FILE).read_text()) == json.loads(json.dumps(result))
     base = result["variants"]["miniature"]
-    assert base["vs_miniature"] == {"click_accuracy": 0.0, "train_cpu_seconds_ratio": 1.0} and not base["adopt"]
-    for name, config in recipe.VARIANTS.items():
-        folder = out / f"sft_grpo-{'-'.join(f'{k}={v}' for k, v in config.items())}" if config else None
-        if folder is None:
-            continue
-        args = yaml.safe_load((folder / "seed0" / "sft_grpo_train" / "train_config.yaml").read_text())
+    assert base["vs_miniature"] == {"click_accuracy": 0.0, "train_cpu_seconds_ratio": 1.0}
+    together = {k: v for config in recipe.VARIANTS.values() for k, v in config.items()}
+    assert result["together"]["config"] == together and len(together) == 4
+    for config in [*recipe.VARIANTS.values(), together]:
+        args = trainer_settings(out, config)
         for key, value in config.items():
-            trainer_key = {"grpo_prompts_per_step": "per_device_train_batch_size"}.get(key, key)
-            expected = value * args["num_generations"] if key == "grpo_prompts_per_step" else value
-            assert args[trainer_key] == expected, (name, key)
+            if key == "grpo_prompts_per_step":
+                assert args["per_device_train_batch_size"] == value * args["num_generations"]
+            else:
+                assert args[key] == value, key
     table = recipe.probe_table(result)
-    assert table.count("\n") == len(recipe.VARIANTS) + 1 and "loss_type dapo" in table
+    assert table.count("\n") == len(recipe.VARIANTS) + 2 and "loss_type dapo" in table
+
+
+def test_nothing_is_run_together_unless_two_values_are_adopted(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipe, "VARIANTS", {"miniature": {}, "beta": {"beta": 0.01}})
+    result = recipe.run_probe(str(tmp_path / "probe"), [0], workers=1, **TINY_BUDGET)
+    assert result["together"] is None and not result["variants"]["miniature"]["adopt"]
