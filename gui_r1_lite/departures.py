@@ -47,7 +47,6 @@ MINIATURE_WHY: dict[str, str] = {
              "scaled (tiny.py)",
     "fine_tuning": "a model this small trains every weight in seconds (not measured against LoRA)",
     "quantization": "no reason to quantise a model this small (and full fine-tuning cannot train 4-bit weights)",
-    "loss_type": "not chosen on validation and not measured",
     "pixels": "at most {tokens} image tokens a screenshot, so that a CPU step takes seconds",
 }
 
@@ -107,13 +106,23 @@ def miniature_config(settings):
 def miniature_why(settings, key: str) -> str:
     """The miniature's reason for its value of `key`: the settings module's own (fixed before any run, or
     chosen by the validation sweep), else `MINIATURE_WHY`."""
-    from .miniature.settings import FIXED_A_PRIORI, SWEEP_GRID
+    from .miniature.settings import FIXED_A_PRIORI, RECIPE_PROBE, SWEEP_GRID
 
     field = {"learning_rate": "grpo_lr", "prompts_per_update": "grpo_prompts_per_step",
              "steps": "extra_prompts"}.get(key, key)
     swept = {k: v for grid in SWEEP_GRID.values() for k, v in grid.items()}
     if field in swept:
         return f"chosen by the validation sweep among {list(swept[field])}"
+    if field in RECIPE_PROBE:
+        probe = RECIPE_PROBE[field]
+        if probe["together"] is not None:
+            both = " and ".join(f"{k} {p['value']}" for k, p in RECIPE_PROBE.items() if p["together"] is not None)
+            verdict = f"better alone, but {both} together scored {probe['together']:.1%}"
+        else:
+            verdict = "it scored lower" if probe["recipe"] < probe["miniature"] else "within two rows a seed"
+        return (f"measured on validation by the recipe probe (docs/results/recipe_probe.json): the recipe's "
+                f"{probe['value']} scored {probe['recipe']:.1%} against {probe['miniature']:.1%}, at "
+                f"x{probe['cpu_seconds_ratio']:.2f} the training CPU seconds; kept: {verdict}")
     if field in FIXED_A_PRIORI:
         return f"fixed before any run, not measured: {FIXED_A_PRIORI[field]}"
     return MINIATURE_WHY.get(key, "").format(tokens=settings.max_pixels // (28 * 28))

@@ -28,7 +28,9 @@ def test_the_table_reads_the_miniature_the_recipe_and_the_original():
     assert rows["quantization"].recipe == "NF4 (4-bit)" and rows["quantization"].miniature == "none"
     # every difference has a reason; the sweep's and the a-priori choices say which they are
     assert all(r.why for r in rows.values() if r.differs)
-    assert "validation sweep" in rows["temperature"].why and "not measured" in rows["beta"].why
+    assert "validation sweep" in rows["temperature"].why and "not measured" in rows["max_completion_length"].why
+    for key in ("beta", "num_generations", "prompts_per_update", "loss_type"):  # measured, not assumed
+        assert "recipe probe" in rows[key].why and "not measured" not in rows[key].why, key
     assert departures_markdown(list(rows.values())).count("\n") == len(ROWS) + 1
 
 
@@ -56,3 +58,25 @@ def test_the_shipped_table_is_current():
     shipped = (Path(__file__).resolve().parents[1] / "docs" / "results" / "departures.md").read_text()
     assert departures_markdown(departures()) in shipped, \
         "docs/results/departures.md is stale: python -m gui_r1_lite.departures > docs/results/departures.md"
+
+
+def test_the_recipe_probe_figures_are_the_shipped_file_s():
+    """settings.RECIPE_PROBE, which the table quotes, is what docs/results/recipe_probe.json holds; no value
+    the probe's rule did not adopt is a default."""
+    import json
+
+    from gui_r1_lite.miniature.settings import RECIPE_PROBE
+
+    shipped = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results" / "recipe_probe.json").read_text())
+    variants, together = shipped["variants"], shipped["together"]
+    assert set(RECIPE_PROBE) == set(variants) - {"miniature"}
+    for key, probe in RECIPE_PROBE.items():
+        v = variants[key]
+        assert v["config"] == {key: probe["value"]}
+        assert probe["recipe"] == v["mean_click_accuracy"]
+        assert probe["miniature"] == variants["miniature"]["mean_click_accuracy"]
+        assert probe["cpu_seconds_ratio"] == v["vs_miniature"]["train_cpu_seconds_ratio"]
+        assert probe["together"] == (together["mean_click_accuracy"] if together and key in together["config"]
+                                     else None)
+        taken = v["adopt"] and (together is None or key not in together["config"] or together["adopt"])
+        assert (getattr(MiniatureSettings(), key) == probe["value"]) == taken, key

@@ -35,8 +35,8 @@ from .settings import (
     FIXED_A_PRIORI,
     LAYOUT_TASKS,
     ONLINE_ARMS,
+    RECIPE_PROBE,
     SWEEP_GRID,
-    VALIDATION_RUNS,
     MiniatureSettings,
 )
 from .splits import prepare_data, prepared_data, seed_of, select_rows, task_mix, task_of
@@ -44,7 +44,7 @@ from .stages import STAGE_FILE, arm_metrics, per_task_click_accuracy
 
 __all__ = [
     "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
-    "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED", "VALIDATION_RUNS",
+    "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RECIPE_PROBE", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED",
     "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "blind_task_table",
     "miniature_table", "per_task_click_accuracy", "per_task_table", "prepare_data", "prepared_data", "run_miniature",
     "run_seed", "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
