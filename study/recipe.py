@@ -30,11 +30,10 @@ from gui_r1_lite.miniature.splits import prepared_data
 from gui_r1_lite.miniature.stages import STAGE_FILE
 from gui_r1_lite.runio import read_json, write_json_atomic
 
-from .results import RESULTS
-from .sweep import _phase, config_job, warm_job
+from .results import ship_results
+from .sweep import config_job, run_phase, warm_job
 
 PROBE_FILE = "recipe_probe.json"
-SHIPPED_PROBE = RESULTS / PROBE_FILE
 #: The difference in mean validation click accuracy a recipe value must exceed to replace the miniature's.
 NOISE = 2 / 55
 #: One recipe value at a time (GPU recipe and GUI-R1 agree on each), named by the setting it swaps in,
@@ -53,7 +52,7 @@ VARIANTS: dict[str, dict] = {
 def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | None = None,
               train_data: str = str(DEFAULT_TRAIN), **overrides) -> dict:
     """Train and score every variant for every seed (cached runs reused) and write `out_dir/recipe_probe.json`:
-    per variant, the per-seed validation click accuracy and GRPO training seconds, their means, and the
+    per variant, the per-seed validation click accuracy and GRPO training CPU seconds, their means, and the
     difference from the miniature's own settings. `overrides` replace settings of every run (tests)."""
     settings, out = MiniatureSettings.from_overrides(None, **overrides).validate(), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -63,8 +62,8 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     jobs = {(s, name): (str(out), s, settings, data, "sft_grpo", config, None)
             for name, config in VARIANTS.items() for s in seeds}
     n = default_workers(settings.threads, len(jobs)) if workers is None else max(1, int(workers))
-    _phase(warm_job, {s: (str(out), s, settings, data) for s in seeds}, n, settings.threads)
-    runs = _phase(config_job, jobs, n, settings.threads)
+    run_phase(warm_job, {s: (str(out), s, settings, data) for s in seeds}, n, settings.threads)
+    runs = run_phase(config_job, jobs, n, settings.threads)
     variants = {name: _scored(runs, name, config, seeds) for name, config in VARIANTS.items()}
     base = variants["miniature"]
     for v in variants.values():
@@ -73,7 +72,7 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     adopted = {k: value for v in variants.values() if v["adopt"] for k, value in v["config"].items()}
     together = None
     if len(adopted) > 1:  # the values adopted one by one, run together before the miniature takes them
-        runs = _phase(config_job, {(s, "together"): (str(out), s, settings, data, "sft_grpo", adopted, None)
+        runs = run_phase(config_job, {(s, "together"): (str(out), s, settings, data, "sft_grpo", adopted, None)
                                    for s in seeds}, n, settings.threads)
         together = _compare(_scored(runs, "together", adopted, seeds), base)
         together["adopt"] = together["vs_miniature"]["click_accuracy"] >= 0
@@ -106,7 +105,7 @@ def _compare(variant: dict, base: dict) -> dict:
 
 def probe_table(result: dict) -> str:
     """The probe as a Markdown table: each variant's mean validation click accuracy, its difference from
-    the miniature's settings and its training seconds relative to them."""
+    the miniature's settings, its training CPU seconds relative to them, and whether the rule adopted it."""
     lines = ["| GRPO variant | validation click accuracy | vs miniature | training CPU seconds vs miniature "
              "| adopted |",
              "|---|---:|---:|---:|---|"]
@@ -130,9 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     result = run_probe(args.out, parse_seeds(args.seeds, (0, 1)), workers=args.workers)
     print(probe_table(result))
     if args.results:
-        Path(args.results).mkdir(parents=True, exist_ok=True)
-        (Path(args.results) / PROBE_FILE).write_bytes((Path(args.out) / PROBE_FILE).read_bytes())
-        print(f"wrote {Path(args.results) / PROBE_FILE}")
+        for copy in ship_results(args.out, [PROBE_FILE], args.results):
+            print(f"wrote {copy}")
     return 0
 
 

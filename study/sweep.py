@@ -167,8 +167,8 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
             {(s, "sft", f, i): (str(out), s, settings, data, "sft", c, basis, f)
              for f in fair_modes for s in seeds for i, c in enumerate(configs["sft"])}]
     n = default_workers(settings.threads, len(jobs[1])) if workers is None else max(1, int(workers))
-    warm = _phase(warm_job, jobs[0], n, settings.threads)
-    runs = [r for phase in jobs[1:] for r in _phase(config_job, phase, n, settings.threads).values()]
+    warm = run_phase(warm_job, jobs[0], n, settings.threads)
+    runs = [r for phase in jobs[1:] for r in run_phase(config_job, phase, n, settings.threads).values()]
     result = {"grid": {a: {k: list(v) for k, v in knobs.items()} for a, knobs in grid.items()}, "seeds": seeds,
               "fair_modes": list(fair_modes), "settings": settings.to_dict(), "data": data, "metric": SWEEP_METRIC,
               "seconds_basis": basis if "seconds" in fair_modes else None,
@@ -198,7 +198,7 @@ def evidence(result: Mapping[str, Any]) -> dict:
             "wall_seconds": result["wall_seconds"]}
 
 
-def _phase(fn, jobs: dict, workers: int, threads: int) -> dict:
+def run_phase(fn, jobs: dict, workers: int, threads: int) -> dict:
     """`fn(*args)` for each job, side by side when `workers` > 1, else here, in order."""
     if workers == 1 or len(jobs) == 1:
         return {key: fn(*args) for key, args in jobs.items()}

@@ -41,3 +41,21 @@ def test_nothing_is_run_together_unless_two_values_are_adopted(tmp_path, monkeyp
     monkeypatch.setattr(recipe, "VARIANTS", {"miniature": {}, "beta": {"beta": 0.01}})
     result = recipe.run_probe(str(tmp_path / "probe"), [0], workers=1, **TINY_BUDGET)
     assert result["together"] is None and not result["variants"]["miniature"]["adopt"]
+
+
+def test_the_command_prints_the_table_and_ships_the_file_byte_for_byte(tmp_path, monkeypatch, capsys):
+    out, dest = tmp_path / "probe", tmp_path / "results"
+    variant = {"config": {}, "mean_click_accuracy": 0.5, "adopt": False,
+               "vs_miniature": {"click_accuracy": 0.0, "train_cpu_seconds_ratio": 1.0}}
+    fake = {"variants": {"miniature": variant}, "together": None}
+
+    def fake_probe(folder, seeds, workers=None):
+        assert seeds == [0, 1]
+        out.mkdir()
+        (out / recipe.PROBE_FILE).write_text(json.dumps(fake))
+        return fake
+
+    monkeypatch.setattr(recipe, "run_probe", fake_probe)
+    assert recipe.main([str(out), "--results", str(dest)]) == 0
+    assert (dest / recipe.PROBE_FILE).read_bytes() == (out / recipe.PROBE_FILE).read_bytes()
+    assert "| the miniature's settings | 50.0 % |" in capsys.readouterr().out
