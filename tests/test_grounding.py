@@ -158,3 +158,36 @@ def test_shipped_base_loads_and_its_answers_move_with_the_target():
     # A blind policy gives one answer and hits one place of 16; the base hit ~55 % of fresh pages.
     assert len({tuple(r["pred_coord_model"] or ()) for r in records}) >= len(records) / 2, answers
     assert sum(bool(grounding_hit(r)) for r in records) >= len(records) / 4, answers
+
+
+def test_generated_task_files_split_like_the_miniwob_captures(tmp_path):
+    from grounding.tasks import main as write_tasks
+    from gui_r1_lite import miniature
+
+    args = ["--pages", "4:2:3:colour,shape", "--header", "--train-per-seed", "2", "--heldout-seeds", "2",
+            "--heldout-per-seed", "3"]
+    assert write_tasks(["--out", str(tmp_path / "a"), *args]) == 0
+    assert write_tasks(["--out", str(tmp_path / "b"), *args]) == 0
+    a, b = (load_gui_r1(tmp_path / d / "heldout.parquet").samples for d in "ab")
+    assert [s.image_bytes for s in a] == [s.image_bytes for s in b]  # the same command, the same pages
+    settings = miniature.MiniatureSettings(tasks=("colour", "shape"), min_heldout_rows=1)
+    data = miniature.prepare_data(tmp_path / "run", tmp_path / "a" / "train.parquet",
+                                  tmp_path / "a" / "heldout.parquet", settings)
+    assert data["train_tasks"] == {"colour": 50, "shape": 50}   # seeds 0-24, 2 pages each
+    assert data["heldout_tasks"] == {"colour": 6, "shape": 6}
+    val = miniature.prepare_data(tmp_path / "val", tmp_path / "a" / "train.parquet",
+                                 tmp_path / "a" / "heldout.parquet", settings, validate=True)
+    assert val["heldout_tasks"] == {"colour": 10, "shape": 10}  # seeds 25-29
+    report = __import__("json").loads((tmp_path / "a" / "data_report.json").read_text())
+    assert set(report["best_blind_heldout"]) == {"colour", "shape"}
+    assert all(0 < v < 1 for v in report["best_blind_heldout"].values())
+
+
+def test_best_blind_is_the_most_common_box_s_share():
+    from grounding.tasks import best_blind
+
+    rows = list(generate(PageSettings(width=112, height=112, size=28, grid=2, min_elements=1, max_elements=1), 40, 0))
+    rows = [replace(s, group="colour") for s in rows]
+    boxes = [s.gt_bbox for s in rows]
+    top = max(set(boxes), key=boxes.count)
+    assert best_blind(rows)["colour"] == pytest.approx(boxes.count(top) / len(rows))

@@ -37,6 +37,8 @@ SEEDS = [0, 1]
 def test_row_ids_give_task_and_seed():
     assert miniature.task_of("miniwob/click-tab/seed1003/step0") == "click-tab"
     assert miniature.seed_of("miniwob/login-user/seed25/step2") == 25
+    assert (miniature.task_of("generated/colour/seed3/step7"), miniature.seed_of("generated/colour/seed3/step7")) \
+        == ("colour", 3)
     with pytest.raises(ValueError, match="not of the form"):
         miniature.task_of("web/index/click0")
 
@@ -45,7 +47,6 @@ def test_row_ids_give_task_and_seed():
     ({"fair": "flops"}, "fair must be"),
     ({"warm_steps": 0}, "warm_steps"),
     ({"num_generations": 1}, "num_generations"),
-    ({"tasks": ("click-everything",)}, "unknown task"),
     ({"sft_extra_stop": 0.0}, "sft_extra_stop"),
     ({"threads": 0}, "threads"),
     ({"online_arms": ("oracle",)}, "online_arms"),
@@ -102,6 +103,22 @@ def test_validation_seeds_that_overlap_the_training_seeds_are_refused(tmp_path):
     with pytest.raises(ValueError, match="overlap"):
         miniature.prepare_data(tmp_path, miniature.DEFAULT_TRAIN, miniature.DEFAULT_HELDOUT,
                                miniature.MiniatureSettings(validation_seeds=(20, 29)), validate=True)
+
+
+def test_a_task_the_training_file_does_not_hold_is_refused_naming_the_file(tmp_path):
+    with pytest.raises(ValueError, match=r"miniwob_train.parquet: unknown task\(s\) \['click-everything'\]"):
+        miniature.prepare_data(tmp_path, miniature.DEFAULT_TRAIN, miniature.DEFAULT_HELDOUT,
+                               miniature.MiniatureSettings(tasks=("click-tab", "click-everything")))
+
+
+def test_the_warm_start_starts_from_the_base_folder_when_one_is_set(tmp_path):
+    from gui_r1_lite.miniature.stages import train_config
+
+    kw = dict(method="sft", start=None, train_file="t.parquet", steps=2, lr=1e-3, seed=0, scheduler="cosine")
+    assert train_config(miniature.MiniatureSettings(), tmp_path, **kw)["model"] == "tiny"
+    based = miniature.MiniatureSettings(base=str(tmp_path / "base"))
+    assert train_config(based, tmp_path, **kw)["model"] == str(tmp_path / "base")
+    assert train_config(based, tmp_path, **{**kw, "start": ("prev/model", None)})["model"] == "prev/model"
 
 
 def test_too_few_heldout_rows_are_refused(tmp_path):

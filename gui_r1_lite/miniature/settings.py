@@ -120,7 +120,9 @@ class MiniatureSettings:
     train_seeds: tuple[int, int] = (0, 24)           # inclusive; 25-29 are the validation split
     validation_seeds: tuple[int, int] = (25, 29)
     min_heldout_rows: int = 200
-    # policy: the tiny Qwen2.5-VL (tiny.build_tiny_model keyword arguments), fully fine-tuned
+    # policy: a pretrained base's folder (loaded with the 3B's from_pretrained calls), or None for a new
+    # tiny Qwen2.5-VL built with `tiny` (tiny.build_tiny_model keyword arguments); fully fine-tuned
+    base: str | None = None
     tiny: dict = field(default_factory=lambda: {"hidden_size": 128, "num_layers": 4,
                                                 "vision_hidden": 64, "vision_depth": 2})
     lora: bool = False
@@ -193,9 +195,6 @@ class MiniatureSettings:
         if self.num_generations < 2:
             raise SettingError("num_generations must be at least 2 (GRPO compares answers in a group), "
                                f"got {self.num_generations}")
-        unknown = sorted(set(self.tasks or ()) - set(ALL_TASKS))
-        if unknown:
-            raise SettingError(f"unknown task(s) {unknown}; MiniWoB tasks here: {list(ALL_TASKS)}")
         if not 0.0 < self.sft_extra_stop <= 1.0:
             raise SettingError(f"sft_extra_stop must be in (0, 1] (a share of the budget), got {self.sft_extra_stop}")
         if self.threads < 1 or self.online_episodes < 0:

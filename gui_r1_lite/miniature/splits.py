@@ -1,5 +1,6 @@
-"""The miniature's data: MiniWoB++ row ids read as (task, episode seed), and the training and
-evaluation files cut from the shipped parquet files so that no episode seed is in both."""
+"""The miniature's data: row ids read as (task, episode seed), and the training and evaluation files
+cut from the parquet files so that no episode seed is in both. Ids are `<source>/<task>/seed<N>/step<k>`:
+MiniWoB++ captures (`miniwob/click-tab/seed3/step0`) or generated pages (`generated/colour/seed3/step0`)."""
 
 from __future__ import annotations
 
@@ -18,23 +19,23 @@ from .settings import MiniatureSettings
 #: The record of the files `prepared_data` made, in `<out_dir>/data/`.
 DATA_RECORD = "data.json"
 
-_ID = re.compile(r"^miniwob/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
+_ID = re.compile(r"^(?P<source>[a-z0-9_-]+)/(?P<task>[^/]+)/seed(?P<seed>\d+)/step(?P<step>\d+)")
 
 
 def _match(sample_id: str) -> re.Match:
     m = _ID.match(sample_id)
     if not m:
-        raise UsageError(f"row id {sample_id!r} is not of the form miniwob/<task>/seed<N>/step<k>")
+        raise UsageError(f"row id {sample_id!r} is not of the form <source>/<task>/seed<N>/step<k>")
     return m
 
 
 def task_of(sample_id: str) -> str:
-    """The MiniWoB task of a row id `miniwob/<task>/seed<N>/step<k>`."""
+    """The task of a row id `<source>/<task>/seed<N>/step<k>`."""
     return _match(sample_id)["task"]
 
 
 def seed_of(sample_id: str) -> int:
-    """The MiniWoB episode seed of a row id `miniwob/<task>/seed<N>/step<k>`."""
+    """The episode seed of a row id `<source>/<task>/seed<N>/step<k>`."""
     return int(_match(sample_id)["seed"])
 
 
@@ -56,6 +57,9 @@ def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool
 
     tasks = tuple(settings.tasks) if settings.tasks is not None else None
     train_all = load_gui_r1(train_data).samples
+    unknown = sorted(set(tasks or ()) - set(task_mix(train_all)))
+    if unknown:
+        raise UsageError(f"{train_data}: unknown task(s) {unknown}; tasks there: {list(task_mix(train_all))}")
     train = select_rows(train_all, tasks, tuple(settings.train_seeds))
     if validate:
         lo, hi = settings.validation_seeds
