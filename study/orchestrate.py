@@ -67,6 +67,16 @@ def _part(name: str, out: Path, seeds: Sequence[int], workers: int | None, setti
             "wall_seconds": round(time.perf_counter() - t0, 2), "table": miniature_table(result)}
 
 
+def every_task(part: dict) -> bool:
+    """Whether a part's task mix already holds every task of its training file (its data record)."""
+    from gui_r1_lite.data import load_gui_r1
+    from gui_r1_lite.miniature.splits import DATA_RECORD, task_mix
+
+    settings = read_json(part["result"])["settings"]
+    source = read_json(Path(part["folder"]) / "data" / DATA_RECORD)["key"]["train_data"]
+    return settings["tasks"] is None or set(settings["tasks"]) >= set(task_mix(load_gui_r1(source).samples))
+
+
 def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *, workers: int | None = None,
               online_episodes: int = STUDY_ONLINE_EPISODES, **overrides: Any) -> dict:
     """Run the study into `out_dir` (a rerun continues it: every finished stage is kept) and write
@@ -89,10 +99,14 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
     parts = {"visits": _part("visits", out, seeds, workers, {**main, "fair": "visits"})}
     shared = share_stages(out / "visits", out / "seconds", seeds)
     parts["seconds"] = _part("seconds", out, seeds, workers, {**main, **SECONDS_CHOSEN, "fair": "seconds"})
-    parts["all_tasks"] = _part("all_tasks", out, seeds, workers,
-                               {**overrides, "tasks": None, "fair": "visits", "online_episodes": 0})
-    study = {"seeds": seeds, "command": base, "parts": parts, "shared_stages": shared,
-             "wall_seconds": round(time.perf_counter() - t0, 2)}
+    if every_task(parts["visits"]):
+        skipped = "the task mix is every task of the training file: the secondary run would be the main one"
+    else:
+        skipped = None
+        parts["all_tasks"] = _part("all_tasks", out, seeds, workers,
+                                   {**overrides, "tasks": None, "fair": "visits", "online_episodes": 0})
+    study = {**({"all_tasks_skipped": skipped} if skipped else {}), "seeds": seeds, "command": base, "parts": parts,
+             "shared_stages": shared, "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / STUDY_FILE, study)
     write_text_atomic(out / "study.md", study_markdown(study, out))
     return study
@@ -123,6 +137,8 @@ def study_markdown(study: dict, out_dir: str | os.PathLike) -> str:
               "seconds": "SFT matched on the GRPO arm's training seconds",
               "all_tasks": "every MiniWoB++ task (secondary; SFT matched on visits)"}
     lines = [f"`{study['command']}`: {study['wall_seconds'] / 60:.1f} min wall time", ""]
+    if study.get("all_tasks_skipped"):
+        lines += [f"No secondary run on every task: {study['all_tasks_skipped']}.", ""]
     for name, part in study["parts"].items():
         lines += [f"## {titles.get(name, name)}", "", part_tables(part, Path(out_dir) / name / RESULT_FILE), "",
                   f"{part['wall_seconds'] / 60:.1f} min; {name}/{RESULT_FILE}", ""]

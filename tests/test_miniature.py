@@ -116,7 +116,7 @@ def test_the_warm_start_starts_from_the_base_folder_when_one_is_set(tmp_path):
 
     kw = dict(method="sft", start=None, train_file="t.parquet", steps=2, lr=1e-3, seed=0, scheduler="cosine")
     assert train_config(miniature.MiniatureSettings(), tmp_path, **kw)["model"] == "tiny"
-    based = miniature.MiniatureSettings(base=str(tmp_path / "base"))
+    based = miniature.MiniatureSettings(base_model=str(tmp_path / "base"))
     assert train_config(based, tmp_path, **kw)["model"] == str(tmp_path / "base")
     assert train_config(based, tmp_path, **{**kw, "start": ("prev/model", None)})["model"] == "prev/model"
 
@@ -612,3 +612,24 @@ def test_report_needs_a_finished_study(tmp_path):
         main(["--study", str(tmp_path), "--report"])
     with pytest.raises(SystemExit):
         main(["--sweep", str(tmp_path), "--report"])
+
+
+def test_the_base_model_is_a_setting_the_command_line_can_set():
+    settings = miniature.MiniatureSettings.from_overrides(base_model="grounding/base")
+    assert settings.base_model == "grounding/base" and settings.to_dict()["base_model"] == "grounding/base"
+
+
+def test_the_study_skips_the_secondary_run_when_its_mix_is_every_task_of_the_file(tmp_path):
+    from study.orchestrate import every_task
+
+    folder = tmp_path / "visits"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "data.json").write_text(json.dumps({"key": {"train_data": str(miniature.DEFAULT_TRAIN)}}))
+    part = {"folder": str(folder), "result": str(folder / miniature.RESULT_FILE)}
+
+    def with_tasks(tasks):
+        (folder / miniature.RESULT_FILE).write_text(json.dumps({"settings": {"tasks": tasks}}))
+        return every_task(part)
+
+    assert not with_tasks(list(miniature.LAYOUT_TASKS))
+    assert with_tasks(list(miniature.ALL_TASKS)) and with_tasks(None)

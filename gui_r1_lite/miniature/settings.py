@@ -120,9 +120,9 @@ class MiniatureSettings:
     train_seeds: tuple[int, int] = (0, 24)           # inclusive; 25-29 are the validation split
     validation_seeds: tuple[int, int] = (25, 29)
     min_heldout_rows: int = 200
-    # policy: a pretrained base's folder (loaded with the 3B's from_pretrained calls), or None for a new
+    # policy: a pretrained base model folder (loaded with the 3B's from_pretrained calls), or None for a new
     # tiny Qwen2.5-VL built with `tiny` (tiny.build_tiny_model keyword arguments); fully fine-tuned
-    base: str | None = None
+    base_model: str | None = None
     tiny: dict = field(default_factory=lambda: {"hidden_size": 128, "num_layers": 4,
                                                 "vision_hidden": 64, "vision_depth": 2})
     lora: bool = False

@@ -66,9 +66,9 @@ def run_stage(folder: Path, fn: Callable[[], dict], progress: bool = False, *, f
 def train_config(settings: MiniatureSettings, folder: Path, *, method: str, start: tuple[str, str | None] | None,
                  train_file: str, steps: int, lr: float, seed: int, scheduler: str) -> dict[str, Any]:
     """The training configuration of one stage: `method` "sft" or "grpo" from `start` (a trained stage's
-    `(model, adapter)`, or None for the settings' base or else a new tiny model built with `seed`), written to
+    `(model, adapter)`, or None for the settings' base_model or else a new tiny model built with `seed`), written to
     `folder`."""
-    model, init_adapter = start or (settings.base or "tiny", None)
+    model, init_adapter = start or (settings.base_model or "tiny", None)
     cfg: dict[str, Any] = dict(
         method=method, model=model, tiny=dict(settings.tiny), tiny_seed=seed, lora=settings.lora,
         train_vision=settings.train_vision, init_adapter=init_adapter, train_data=train_file,
