@@ -69,6 +69,15 @@ def test_set_flags_read_yaml_and_lists_become_tuples():
         parse_overrides(["warm_steps"])
 
 
+def test_a_rate_written_1e_4_is_a_number_though_yaml_1_1_reads_it_as_text():
+    overrides = parse_overrides(["sft_lr=1e-4", "grpo_lr=3E-5"])
+    assert overrides == {"sft_lr": "1e-4", "grpo_lr": "3E-5"}   # what PyYAML gives
+    settings = miniature.MiniatureSettings.from_overrides(**overrides)
+    assert (settings.sft_lr, settings.grpo_lr) == (1e-4, 3e-5)
+    with pytest.raises(TypeError, match="sft_lr must be a number"):
+        miniature.MiniatureSettings.from_overrides(sft_lr="fast")
+
+
 # --- data splits --------------------------------------------------------------------------------------
 
 

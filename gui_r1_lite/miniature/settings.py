@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,9 @@ _PLAIN = {"int": (int, "an int"), "float": ((int, float), "a number"), "str": (s
           "bool": (bool, "true or false"), "dict": (dict, "a mapping")}
 
 
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
 def _checked(name: str, annotation: str, value: Any) -> Any:
     """`value` as setting `name` (declared `annotation`) holds it (an int for a float, a list for a
     tuple), or SettingError naming the type expected."""
@@ -104,6 +108,8 @@ def _checked(name: str, annotation: str, value: Any) -> Any:
         ok = ok and (inner.endswith("...]") or len(value) == inner.count(",") + 1)
         expected = f"a list of {item.__name__}s"
     else:
+        if kind == "float" and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+            value = float(value)  # YAML 1.1 (PyYAML) reads `1e-4`, without a dot, as a string
         types, expected = _PLAIN[kind]
         ok = isinstance(value, types) and (kind == "bool" or not isinstance(value, bool))
     if not ok:
