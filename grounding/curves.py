@@ -7,6 +7,7 @@ seeing vs blind, from the runs' `metrics.jsonl`, as one PNG.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from gui_r1_lite.runio import read_jsonl
@@ -59,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path, help="PNG to write")
     p.add_argument("runs", nargs="+", type=Path, help="run folders of python -m grounding.pretrain")
     args = p.parse_args(argv)
-    print(draw(args.runs, args.out))
+    # e2 before e10 (a shell's glob puts e10 first)
+    runs = sorted(args.runs, key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r.name)])
+    print(draw(runs, args.out))
     return 0
 
 

@@ -152,10 +152,15 @@ def test_shipped_base_loads_and_its_answers_move_with_the_target():
     by_place = {}
     for s in generate(st, 40 * st.grid**2, seed=7):
         by_place.setdefault(s.gt_bbox, s)
-    assert len(by_place) == st.grid**2
+    def fits(extent: int, low: int) -> int:   # the grid's centres along one axis whose shape fits the page
+        centres = (int((k + 0.5) * extent / st.grid) for k in range(st.grid))
+        return sum(1 for c in centres if c - st.size // 2 >= low and c - st.size // 2 + st.size <= extent)
+
+    assert len(by_place) == fits(st.width, 0) * fits(st.height, header_height(st))
     records = answer_records(policy, to_eval_rows(list(by_place.values()), *pixels), pixels)
     answers = [r["completion"] for r in records]
-    # A blind policy gives one answer and hits one place of 16; the base hit ~55 % of fresh pages.
+    # A blind policy gives one answer and hits one place of 36; the base hit ~44 % of fresh pages with
+    # 1-3 shapes (docs/results/study_generated: the base's row).
     assert len({tuple(r["pred_coord_model"] or ()) for r in records}) >= len(records) / 2, answers
     assert sum(bool(grounding_hit(r)) for r in records) >= len(records) / 4, answers
 
