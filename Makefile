@@ -34,6 +34,12 @@ study-generated: setup
 	$(BIN)/python -m study --study runs/study_generated --seeds 0,1,2,3,4 --train-data $(GEN_DATA)/train.parquet \
 		--heldout-data $(GEN_DATA)/heldout.parquet --set base_model=grounding/base --set "tasks=[colour]" \
 		--set train_vision=false --set sft_lr=1e-4 --set online_episodes=0 --results docs/results/study_generated $(ARGS)
+	for how in seeing blind; do \
+		$(BIN)/python -m gui_r1_lite.evaluate --data $(GEN_DATA)/heldout.parquet --model grounding/base --device cpu \
+			--min-pixels 37632 --max-pixels 37632 --out runs/study_generated/base_$$how $$([ $$how = blind ] && echo --blind) \
+			&& mkdir -p docs/results/study_generated/base_$$how \
+			&& cp runs/study_generated/base_$$how/metrics.json docs/results/study_generated/base_$$how/ || exit 1; done
+	cp $(GEN_DATA)/data_report.json docs/results/study_generated/
 
 # the executed pages in notebooks/executed/ (a cpu-mini run of the main job as Markdown, figures as PNG)
 notebooks: setup
