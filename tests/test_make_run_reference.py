@@ -40,3 +40,23 @@ def test_verdict_refuses_other_profiles_and_missing_files(tmp_path):
     assert "nothing to compare" in reference.verdict(SUMMARY, path)
     write_json_atomic(path, {**reference.reference_of(SUMMARY), "profile": "gpu-3b"})
     assert "another profile" in reference.verdict(SUMMARY, path)
+
+
+def test_each_processor_has_its_own_reference_and_an_unknown_one_is_said_to_be(tmp_path, monkeypatch):
+    main = tmp_path / "make_run_reference.json"
+    assert reference.reference_path_to_write("Intel Xeon", main) == main          # the first one made
+    write_json_atomic(main, {**reference.reference_of(SUMMARY), "machine": {"cpu": "Intel Xeon", "cores": 2}})
+    amd = reference.reference_path_to_write("AMD EPYC", main)
+    assert amd == tmp_path / "make_run_reference.amd-epyc.json"
+    moved = copy.deepcopy(SUMMARY)
+    moved["miniature"]["sft_grpo"]["click_accuracy"]["per_seed"][0] = 0.436
+    write_json_atomic(amd, {**reference.reference_of(moved), "machine": {"cpu": "AMD EPYC", "cores": 2}})
+    assert reference.reference_for("Intel Xeon", main) == main and reference.reference_for("AMD EPYC", main) == amd
+    assert reference.reference_path_to_write("AMD EPYC", main) == amd           # rewritten in place
+    assert reference.reference_for("ARM Neoverse", main) is None
+    monkeypatch.setattr(reference, "REFERENCE", main)
+    for cpu, start in [("Intel Xeon", "matches make_run_reference.json to the digit"),
+                       ("AMD EPYC", "differs from make_run_reference.amd-epyc.json in 1 of 6"),
+                       ("ARM Neoverse", "no reference made on this processor (ARM Neoverse)")]:
+        monkeypatch.setattr(reference, "machine", lambda cpu=cpu: {"cpu": cpu, "cores": 2})
+        assert reference.verdict(SUMMARY).startswith(start), (cpu, reference.verdict(SUMMARY))

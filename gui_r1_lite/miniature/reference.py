@@ -1,9 +1,13 @@
 """`make run`'s figures against the ones shipped in `docs/results/make_run_reference.json`.
 
 The miniature pins its threads and the math libraries' dispatch (`parallel`), so a `cpu-mini` run with
-the default settings should give every per-seed figure of the reference to the digit on any x86-64
-machine. A figure is every value of a `per_seed` list under the summary's `miniature`, `gain` and
-`online` blocks, compared as a percentage with one decimal, as the README reports it.
+the default settings gives every per-seed figure of a reference to the digit on the processor that made
+it. Processors differ in their float kernels, and GRPO's sampling turns a last-bit difference into other
+answers (an AMD EPYC gave other GRPO figures than the Intel Xeon that made the first reference, the SFT
+arms' the same), so each processor model has its own reference: `make_run_reference.json` (the one the
+docs quote) and `make_run_reference.<processor>.json` beside it. A figure is every value of a `per_seed`
+list under the summary's `miniature`, `gain` and `online` blocks, compared as a percentage with one
+decimal, as the README reports it.
 
     python -m gui_r1_lite.miniature.reference RUN_DIR [--write]   # compare a run (or write the reference)
 """
@@ -22,6 +26,8 @@ from ..runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "docs" / "results" / "make_run_reference.json"
+#: Where a reference made on another processor than `REFERENCE`'s goes: `make_run_reference.<slug>.json`.
+PROCESSOR_REFERENCES = "make_run_reference.*.json"
 BLOCKS = ("miniature", "gain", "online")
 
 
@@ -44,6 +50,25 @@ def machine() -> dict:
     return {"cpu": model or platform.processor() or platform.machine(), "cores": os.cpu_count()}
 
 
+def reference_for(cpu: str, main: Path | None = None) -> Path | None:
+    """The reference made on processor `cpu` (`main`, default `REFERENCE`, or one beside it), or None."""
+    main = main or REFERENCE
+    for path in [main, *sorted(main.parent.glob(PROCESSOR_REFERENCES))]:
+        if path.exists() and (read_json(path).get("machine") or {}).get("cpu") == cpu:
+            return path
+    return None
+
+
+def reference_path_to_write(cpu: str, main: Path | None = None) -> Path:
+    """Where `--write` puts a reference made on `cpu`: the one already made there, `main` when it is not
+    there yet, else a new `make_run_reference.<slug of cpu>.json` beside it."""
+    main = main or REFERENCE
+    if (found := reference_for(cpu, main)) is not None or not main.exists():
+        return found or main
+    slug = "".join(c if c.isalnum() else "-" for c in cpu.lower()).strip("-")
+    return main.parent / f"make_run_reference.{slug}.json"
+
+
 def figures(block: Any, path: tuple = ()) -> Iterator[tuple[str, float | None]]:
     """(`a/b/c[seed index]`, value as a percentage with one decimal) for every per-seed value."""
     if isinstance(block, Mapping):
@@ -64,8 +89,16 @@ def compare(run: Mapping, reference: Mapping) -> dict:
             "missing": sorted(set(mine) ^ set(theirs))}
 
 
-def verdict(summary: Mapping, reference_path: Path = REFERENCE) -> str:
-    """One line (more when figures moved) saying whether a run's figures match the reference."""
+def verdict(summary: Mapping, reference_path: Path | None = None) -> str:
+    """One line (more when figures moved) saying whether a run's figures match the reference made on this
+    processor (or `reference_path`)."""
+    if reference_path is None:
+        cpu = machine()["cpu"]
+        reference_path = reference_for(cpu)
+        if reference_path is None:
+            return (f"no reference made on this processor ({cpu}) to compare with: figures match to the digit "
+                    f"only on the processor that made them (float kernels differ); write one with "
+                    f"`python -m gui_r1_lite.miniature.reference RUN_DIR --write`")
     if not reference_path.exists():
         return f"no reference figures at {reference_path}: nothing to compare"
     reference = read_json(reference_path)
@@ -85,7 +118,8 @@ def verdict(summary: Mapping, reference_path: Path = REFERENCE) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", type=Path, help="a pipeline run folder (holds summary.json)")
-    ap.add_argument("--write", action="store_true", help=f"write its figures as the reference ({REFERENCE})")
+    ap.add_argument("--write", action="store_true",
+                    help=f"write its figures as this processor's reference ({REFERENCE.name}, or one beside it)")
     args = ap.parse_args(argv)
     summary = read_json(args.run_dir / "summary.json")
     if args.write:
@@ -93,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.run_dir}/summary.json: status {summary.get('status')!r}, not a finished run",
                   file=sys.stderr)
             return 1
-        write_json_atomic(REFERENCE, reference_of(summary))
-        print(f"wrote {REFERENCE}")
+        path = reference_path_to_write(machine()["cpu"])
+        write_json_atomic(path, reference_of(summary))
+        print(f"wrote {path}")
         return 0
     print(verdict(summary))
     return 0
