@@ -24,6 +24,7 @@ from gui_r1_lite.geometry import point_in_box
 from gui_r1_lite.runio import write_json_atomic
 
 from .pages import KINDS, PageSettings, page_sample
+from .pretrain import parse_stage
 
 TRAIN_SEEDS = range(0, 30)   # 0-24 training, 25-29 validation (the miniature's split)
 HELDOUT_SEED_START = 1000
@@ -67,13 +68,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    try:
-        grid, lo, hi = (int(v) for v in args.pages.split(":")[:3])
-        kinds = tuple(args.pages.split(":")[3].split(","))
-    except (ValueError, IndexError):
-        raise SystemExit(f"--pages {args.pages!r}: expected GRID:MIN:MAX:KINDS") from None
-    st = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header, grid=grid,
-                      min_elements=lo, max_elements=hi, kinds=kinds)
+    base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header)
+    try:  # the pretraining's stage format, without its step count
+        st = parse_stage(f"0:{args.pages}", base).settings
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        raise SystemExit(f"--pages {args.pages!r}: expected GRID:MIN:MAX:KINDS ({exc})") from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     train = pages(st, TRAIN_SEEDS, args.train_per_seed)
@@ -83,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     write_gui_r1(train, out / "train.parquet", schema="train")
     write_gui_r1(heldout, out / "heldout.parquet", schema="benchmark")
     write_json_atomic(out / "data_report.json", {
-        "pages": {"width": st.width, "height": st.height, "size": st.size, "header": st.header, "grid": grid,
-                  "min_elements": lo, "max_elements": hi, "kinds": list(kinds)},
+        "pages": {k: getattr(st, k) for k in ("width", "height", "size", "header", "grid", "min_elements",
+                                              "max_elements", "kinds")},
         "train_rows_per_task": dict(Counter(s.group for s in train)),
         "heldout_rows_per_task": dict(Counter(s.group for s in heldout)),
         "best_blind_heldout": best_blind(heldout), "best_blind_train": best_blind(train)})
