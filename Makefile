@@ -15,10 +15,10 @@ $(BIN)/.installed: requirements.txt pyproject.toml
 setup: $(BIN)/.installed
 
 run: setup
-	$(BIN)/python -m gui_r1_lite.pipeline $(ARGS)
+	$(BIN)/python -m harness.pipeline $(ARGS)
 
 # the full miniature study (5 seeds, SFT matched on visits and on seconds, every task; hours on 2 cores),
-# run by the research harness beside the package (study/); a rerun continues it. Its tables and wall time
+# run by study/, beside the packages; a rerun continues it. Its tables and wall time
 # land in $(STUDY)/study.md and study.json, and those result files are copied to $(RESULTS) (shipped).
 STUDY ?= runs/study
 RESULTS ?= docs/results/study

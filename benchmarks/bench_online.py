@@ -26,8 +26,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from gui_r1_lite import online  # noqa: E402
 from gui_r1_lite.runio import read_jsonl  # noqa: E402
+from harness import online  # noqa: E402
 
 
 def spread(values: list[float]) -> str:

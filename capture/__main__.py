@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="data_samples", help="output folder (gets train/ and test/)")
     p.add_argument("--seeds", type=parse_seeds, help="miniwob training seeds, e.g. 0-29")
     p.add_argument("--test-seeds", type=parse_seeds, help="miniwob held-out seeds, e.g. 1000-1014")
-    p.add_argument("--tasks", nargs="+", help="miniwob tasks (default: all in gui_r1_lite.online.miniwob.TASKS)")
+    p.add_argument("--tasks", nargs="+", help="miniwob tasks (default: all in harness.online.miniwob.TASKS)")
     p.add_argument("--limit", type=int, default=12, help="preview: rows per file")
     args = p.parse_args(argv)
 

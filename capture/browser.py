@@ -1,13 +1,13 @@
 """Pages in Chromium for capture: desktop and phone viewports, and the clickable elements of a page
 with their boxes (`getBoundingClientRect`, CSS px; image px = CSS px x devicePixelRatio). Launching
-Chromium and screenshots are the package's (`gui_r1_lite.online.browser`, re-exported here).
+Chromium and screenshots are the closed loop's (`harness.online.browser`, re-exported here).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gui_r1_lite.online.browser import CHROMIUM_FLAGS, chromium, screenshot
+from harness.online.browser import CHROMIUM_FLAGS, chromium, screenshot
 
 DESKTOP_VIEWPORT = {"width": 1280, "height": 800}
 MOBILE_VIEWPORT = {"width": 412, "height": 915}

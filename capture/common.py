@@ -1,7 +1,7 @@
 """Shared pieces of the capture tools: the two GUI-R1 parquet schemas of the shipped files
 (training: normalised boxes; benchmark: pixel boxes), rows and files, file checks, box previews,
 and the dependency errors that say which Debian package is missing. The step record, PNG encoding
-and history text are the package's (`gui_r1_lite.online`), re-exported here.
+and history text are the closed loop's (`harness.online`), re-exported here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gui_r1_lite.actions import ACTION_SPACES, NO_TEXT, POINT_ACTIONS, TEXT_ACTI
 from gui_r1_lite.data import BENCHMARK_COLUMNS as GUI_R1_TEST_COLUMNS
 from gui_r1_lite.data import TRAIN_COLUMNS as GUI_R1_TRAIN_COLUMNS
 from gui_r1_lite.geometry import NO_POINT, box_center
-from gui_r1_lite.online.browser import (
+from harness.online.browser import (
     CHROMIUM,
     CaptureDependencyError,
     Shot,
@@ -25,7 +25,7 @@ from gui_r1_lite.online.browser import (
     find_chromium,
     require_playwright,
 )
-from gui_r1_lite.online.miniwob import PLATFORMS, UI_TYPES, Step, clip_box, history_text, quote
+from harness.online.miniwob import PLATFORMS, UI_TYPES, Step, clip_box, history_text, quote
 
 #: Exact column order of the training files (GUI-R1 train.parquet plus `platform`).
 TRAIN_COLUMNS: tuple[str, ...] = (*GUI_R1_TRAIN_COLUMNS, "platform")

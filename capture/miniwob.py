@@ -1,7 +1,7 @@
 """MiniWoB++ samples (task pages of the PyPI package `miniwob`) captured in headless Chromium: every
 scripted step of every episode, one screenshot of the 160x210 task area per step, with the step
 actually performed so the page's own reward checks every episode (a box that misses shows up as a
-reward below 1). The task scripts and page driving are the package's (`gui_r1_lite.online.miniwob`,
+reward below 1). The task scripts and page driving are the closed loop's (`harness.online.miniwob`,
 re-exported here), which the closed loop plays with too.
 """
 
@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from gui_r1_lite.online.browser import chromium
-from gui_r1_lite.online.miniwob import (
+from harness.online.browser import chromium
+from harness.online.miniwob import (
     TASKS,
     TEST_SEEDS,
     TRAIN_SEEDS,

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     run_dir = args.run
     if run_dir is None:
-        from gui_r1_lite.pipeline import run_pipeline
+        from harness.pipeline import run_pipeline
 
         run_dir = REPO / "runs" / "executed"
         run_pipeline("cpu-mini", out=run_dir)

@@ -1,8 +1,8 @@
-"""The miniature's research harness, beside the package: the validation sweep that chose the
+"""The miniature's study, beside the packages: the validation sweep that chose the
 miniature's settings (`sweep`; what it found ships as `docs/results/sweep_evidence.json`), the
 full study's orchestration (`orchestrate`: its parts, `study.json`, `study.md`) and the tables only the
-study's report shows (`tables`). It imports `gui_r1_lite`; the package never imports it: what notebook
-04 and `make run` need (settings, splits, stages, runner, statistics, the report's tables) stays there.
+study's report shows (`tables`). It imports `gui_r1_lite` and `harness`; neither imports it: what notebook
+04 and `make run` need (settings, splits, stages, runner, statistics, the report's tables) is `harness.miniature`.
 
     python -m study --study runs/study --results docs/results/study   # the full study (or: make study)
     python -m study --sweep runs/sweep --seeds 0,1 --results docs/results   # tune both arms on validation

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from gui_r1_lite.errors import UsageError, run_cli
-from gui_r1_lite.miniature.__main__ import add_run_arguments, parse_command, parse_seeds
-from gui_r1_lite.miniature.settings import FAIR_MODES
 from gui_r1_lite.runfolder import writable_folder
 from gui_r1_lite.runio import read_json
+from harness.miniature.__main__ import add_run_arguments, parse_command, parse_seeds
+from harness.miniature.settings import FAIR_MODES
 
 from . import __doc__ as STUDY_DOC
 from .orchestrate import STUDY_FILE, STUDY_ONLINE_EPISODES, STUDY_SEEDS, rewrite_report, run_study, study_markdown

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gui_r1_lite.miniature.report import blind_task_table, miniature_table, per_task_table
-from gui_r1_lite.miniature.runner import RESULT_FILE, run_miniature
-from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
-from gui_r1_lite.miniature.stages import STAGE_FILE
 from gui_r1_lite.runio import read_json, write_json_atomic, write_text_atomic
+from harness.miniature.report import blind_task_table, miniature_table, per_task_table
+from harness.miniature.runner import RESULT_FILE, run_miniature
+from harness.miniature.settings import SECONDS_CHOSEN
+from harness.miniature.stages import STAGE_FILE
 
 from .tables import compute_table, online_task_table, restated
 
@@ -70,7 +70,7 @@ def _part(name: str, out: Path, seeds: Sequence[int], workers: int | None, setti
 def every_task(part: dict) -> bool:
     """Whether a part's task mix already holds every task of its training file (its data record)."""
     from gui_r1_lite.data import load_gui_r1
-    from gui_r1_lite.miniature.splits import DATA_RECORD, task_mix
+    from harness.miniature.splits import DATA_RECORD, task_mix
 
     settings = read_json(part["result"])["settings"]
     source = read_json(Path(part["folder"]) / "data" / DATA_RECORD)["key"]["train_data"]

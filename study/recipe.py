@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gui_r1_lite.errors import run_cli
-from gui_r1_lite.miniature.__main__ import parse_seeds
-from gui_r1_lite.miniature.parallel import default_workers
-from gui_r1_lite.miniature.settings import DEFAULT_TRAIN, MiniatureSettings
-from gui_r1_lite.miniature.splits import prepared_data
-from gui_r1_lite.miniature.stages import STAGE_FILE
 from gui_r1_lite.runio import read_json, write_json_atomic
+from harness.miniature.__main__ import parse_seeds
+from harness.miniature.parallel import default_workers
+from harness.miniature.settings import DEFAULT_TRAIN, MiniatureSettings
+from harness.miniature.splits import prepared_data
+from harness.miniature.stages import STAGE_FILE
 
 from .results import ship_results
 from .sweep import config_job, run_phase, warm_job

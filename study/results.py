@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from gui_r1_lite.miniature.runner import RESULT_FILE
+from harness.miniature.runner import RESULT_FILE
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 #: The folder `make study` ships its result files to.

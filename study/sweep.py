@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from gui_r1_lite.errors import UsageError
-from gui_r1_lite.miniature.parallel import default_workers, pinned_threads, run_parallel
-from gui_r1_lite.miniature.report import WARM
-from gui_r1_lite.miniature.runner import SeedRun, check_same_settings
-from gui_r1_lite.miniature.settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
-from gui_r1_lite.miniature.splits import prepared_data
-from gui_r1_lite.miniature.stages import policy_of
 from gui_r1_lite.runio import write_json_atomic
+from harness.miniature.parallel import default_workers, pinned_threads, run_parallel
+from harness.miniature.report import WARM
+from harness.miniature.runner import SeedRun, check_same_settings
+from harness.miniature.settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
+from harness.miniature.splits import prepared_data
+from harness.miniature.stages import policy_of
 
 from .results import RESULTS
 

@@ -1,4 +1,4 @@
-"""The study's own report tables, beside the package's (`gui_r1_lite.miniature.report`): closed-loop
+"""The study's own report tables, beside the miniature's (`harness.miniature.report`): closed-loop
 success per task, each training stage's compute, and a result's statistics restated from the folder it
 was moved to. Only the study's `study.md` shows them."""
 
@@ -9,10 +9,10 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from gui_r1_lite.miniature import stats
-from gui_r1_lite.miniature.report import ARMS, WARM, pct, study_statistics
-from gui_r1_lite.miniature.stages import seed_folder
-from gui_r1_lite.online.results import wilson
+from harness.miniature import stats
+from harness.miniature.report import ARMS, WARM, pct, study_statistics
+from harness.miniature.stages import seed_folder
+from harness.online.results import wilson
 
 
 def restated(result: dict, folder: str | os.PathLike) -> dict:

@@ -13,7 +13,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import pytest  # noqa: E402
 
-from gui_r1_lite.miniature.parallel import pin_dispatch  # noqa: E402
+from harness.miniature.parallel import pin_dispatch  # noqa: E402
 
 # The miniature's dispatch pin in this process too, before anything computes (the libraries read it at
 # their first computation): a seed run here (workers=1) takes the same float paths as one in a job process.

@@ -262,14 +262,14 @@ def test_capture_lives_beside_the_package():
     from setuptools.config.pyprojecttoml import read_configuration
 
     importers = []
-    for path in sorted((ROOT / "gui_r1_lite").rglob("*.py")):
+    for path in sorted([*(ROOT / "gui_r1_lite").rglob("*.py"), *(ROOT / "harness").rglob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
             importers += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] == "capture"]
     assert importers == []
     shipped = read_configuration(ROOT / "pyproject.toml")["tool"]["setuptools"]["packages"]  # find, expanded
-    assert "gui_r1_lite.online" in shipped and not [p for p in shipped if p.split(".")[0] == "capture"]
+    assert "harness.online" in shipped and not [p for p in shipped if p.split(".")[0] == "capture"]
     assert not (ROOT / "gui_r1_lite" / "capture").exists()
     help_text = subprocess.run([sys.executable, "-m", "capture", "--help"], cwd=ROOT, capture_output=True, text=True)
     assert help_text.returncode == 0 and "python -m capture" in help_text.stdout

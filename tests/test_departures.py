@@ -7,10 +7,10 @@ from pathlib import Path
 
 import yaml
 
-from gui_r1_lite.departures import ORIGINAL, ROWS, departures, departures_markdown
 from gui_r1_lite.grpo_step import RECIPE
-from gui_r1_lite.miniature.settings import MiniatureSettings
 from gui_r1_lite.training import TrainConfig
+from harness.departures import ORIGINAL, ROWS, departures, departures_markdown
+from harness.miniature.settings import MiniatureSettings
 
 
 def by_key(rows) -> dict:
@@ -54,10 +54,10 @@ def test_changing_a_setting_changes_the_table(tmp_path: Path):
 
 
 def test_the_shipped_table_is_current():
-    """docs/results/departures.md is what `python -m gui_r1_lite.departures` writes for today's settings."""
+    """docs/results/departures.md is what `python -m harness.departures` writes for today's settings."""
     shipped = (Path(__file__).resolve().parents[1] / "docs" / "results" / "departures.md").read_text()
     assert departures_markdown(departures()) in shipped, \
-        "docs/results/departures.md is stale: python -m gui_r1_lite.departures > docs/results/departures.md"
+        "docs/results/departures.md is stale: python -m harness.departures > docs/results/departures.md"
 
 
 def test_the_recipe_probe_figures_are_the_shipped_file_s():
@@ -65,7 +65,7 @@ def test_the_recipe_probe_figures_are_the_shipped_file_s():
     the probe's rule did not adopt is a default."""
     import json
 
-    from gui_r1_lite.miniature.settings import RECIPE_PROBE
+    from harness.miniature.settings import RECIPE_PROBE
 
     shipped = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results" / "recipe_probe.json").read_text())
     variants, together = shipped["variants"], shipped["together"]

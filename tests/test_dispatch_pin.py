@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from gui_r1_lite.miniature.parallel import DISPATCH_PIN, pin_dispatch
+from harness.miniature.parallel import DISPATCH_PIN, pin_dispatch
 
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from gui_r1_lite import cli
 from gui_r1_lite import evaluate as E
-from gui_r1_lite import pipeline as P
 from gui_r1_lite.errors import RunFailed, UsageError
+from harness import cli
+from harness import pipeline as P
 from tests.helpers import MINI, write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -339,7 +339,7 @@ def test_usage_errors_are_one_line_exit_2(tmp_path, capsys, argv, words):
 
 
 def test_a_setting_of_the_wrong_type_names_it_and_the_type():
-    from gui_r1_lite import miniature
+    from harness import miniature
 
     with pytest.raises(UsageError, match=r"warm_steps.*int.*'abc'"):
         miniature.MiniatureSettings.from_overrides(warm_steps="abc")
@@ -356,7 +356,7 @@ def test_debug_shows_the_traceback_and_a_module_run_exits_with_the_code(tmp_path
 
 
 def test_an_unreadable_stage_record_reruns_the_stage(tmp_path):
-    from gui_r1_lite.miniature.stages import STAGE_FILE, run_stage
+    from harness.miniature.stages import STAGE_FILE, run_stage
 
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / STAGE_FILE).write_text('{"steps": 3, "adap')  # torn by an older version's kill

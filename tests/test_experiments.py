@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gui_r1_lite import experiments, miniature, pipeline, profiles
+from gui_r1_lite import profiles
 from gui_r1_lite.runio import append_jsonl
+from harness import experiments, miniature, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data_samples"

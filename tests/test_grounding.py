@@ -167,7 +167,7 @@ def test_shipped_base_loads_and_its_answers_move_with_the_target():
 
 def test_generated_task_files_split_like_the_miniwob_captures(tmp_path):
     from grounding.tasks import main as write_tasks
-    from gui_r1_lite import miniature
+    from harness import miniature
 
     args = ["--pages", "4:2:3:colour,shape", "--header", "--train-per-seed", "2", "--heldout-seeds", "2",
             "--heldout-per-seed", "3"]

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "gui_r1_lite"
+#: The package beside it that runs and proves the method (the main job, the miniature, the closed loop).
+HARNESS = PACKAGE.parent / "harness"
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -139,8 +141,9 @@ def _path_through(graph: dict[str, set[str]], group: list[str]) -> list[str]:
     return group  # not reached: a strongly connected group has a circle through each member
 
 
-def test_the_package_has_no_import_circle():
-    graph = import_graph()
+@pytest.mark.parametrize("package", [PACKAGE, HARNESS], ids=lambda p: p.name)
+def test_the_package_has_no_import_circle(package):
+    graph = import_graph(package)
     found = [f"{' -> '.join(_path_through(graph, g))}   (all of: {', '.join(g)})" for g in circle_groups(graph)]
     assert not found, "import circles:\n" + "\n".join(found)
 
@@ -193,18 +196,21 @@ def test_a_script_blocks_import_is_the_scripts_not_the_modules(tmp_path):
     assert cycles(import_graph(package)) == [["pkg.cli", "pkg.evaluate", "pkg.cli"]]
 
 
-#: The top-level folders beside the package: tools that made data or ran studies, which import the package.
-BESIDE = ("capture", "study", "grounding", "scripts", "benchmarks", "tests")
+#: The top-level folders beside the package: what runs and proves the method (harness/), and tools that made
+#: data or ran studies, which import the package.
+BESIDE = ("harness", "capture", "study", "grounding", "scripts", "benchmarks", "tests")
 
 
-def test_the_package_never_imports_what_lives_beside_it():
-    """The boundary of the README's module map: nothing in `gui_r1_lite/` imports a folder beside it,
-    at the top or inside a function."""
+@pytest.mark.parametrize("package, beside", [(PACKAGE, BESIDE), (HARNESS, BESIDE[1:])], ids=["gui_r1_lite", "harness"])
+def test_the_package_never_imports_what_lives_beside_it(package, beside):
+    """The boundary of the README's module map: nothing in `gui_r1_lite/` imports a folder beside it, and
+    `harness/` imports only the package (not the tools that made data or ran studies), at the top or inside a
+    function."""
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
-            found += [f"{path.relative_to(PACKAGE.parent)}: {n}" for n in names if n.split(".")[0] in BESIDE]
+            found += [f"{path.relative_to(package.parent)}: {n}" for n in names if n.split(".")[0] in beside]
     assert not found, found
-    assert all((PACKAGE.parent / name).is_dir() for name in BESIDE)
+    assert all((package.parent / name).is_dir() for name in beside)

@@ -2,8 +2,8 @@
 
 import copy
 
-from gui_r1_lite.miniature import reference
 from gui_r1_lite.runio import write_json_atomic
+from harness.miniature import reference
 
 SUMMARY = {
     "profile": {"name": "cpu-mini"}, "status": "ok",

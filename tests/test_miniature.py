@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from gui_r1_lite import miniature, progress
+from gui_r1_lite import progress
 from gui_r1_lite.data import load_gui_r1
 from gui_r1_lite.errors import RunFailed, UsageError
-from gui_r1_lite.miniature.__main__ import main as miniature_main
-from gui_r1_lite.miniature.__main__ import parse_overrides
-from gui_r1_lite.miniature.parallel import run_parallel
-from gui_r1_lite.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
-from gui_r1_lite.miniature.settings import SECONDS_CHOSEN
-from gui_r1_lite.miniature.stages import run_stage
 from gui_r1_lite.runio import read_json, read_jsonl, write_jsonl_atomic
+from harness import miniature
+from harness.miniature.__main__ import main as miniature_main
+from harness.miniature.__main__ import parse_overrides
+from harness.miniature.parallel import run_parallel
+from harness.miniature.runner import SFT_BUDGET_FILE, STAGES_PER_SEED
+from harness.miniature.settings import SECONDS_CHOSEN
+from harness.miniature.stages import run_stage
 from study import __main__ as study_cli
 from study.__main__ import main
 from study.orchestrate import run_study, share_stages
@@ -121,7 +122,7 @@ def test_a_task_the_training_file_does_not_hold_is_refused_naming_the_file(tmp_p
 
 
 def test_the_warm_start_starts_from_the_base_folder_when_one_is_set(tmp_path):
-    from gui_r1_lite.miniature.stages import train_config
+    from harness.miniature.stages import train_config
 
     kw = dict(method="sft", start=None, train_file="t.parquet", steps=2, lr=1e-3, seed=0, scheduler="cosine")
     assert train_config(miniature.MiniatureSettings(), tmp_path, **kw)["model"] == "tiny"
@@ -245,19 +246,19 @@ def test_online_stages_need_the_live_page_evaluator(tmp_path, monkeypatch):
 # --- the validation sweep and the study's shared stages -----------------------------------------------
 
 
-def test_the_study_harness_lives_beside_the_package_and_the_package_never_imports_it():
+def test_the_study_lives_beside_the_packages_and_neither_imports_it():
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
-    code = ("import sys, gui_r1_lite.miniature, gui_r1_lite.miniature.__main__, gui_r1_lite.pipeline, "
-            "gui_r1_lite.experiments; print(sorted(m for m in sys.modules if m == 'study' or m.startswith('study.')))")
+    code = ("import sys, harness.miniature, harness.miniature.__main__, harness.pipeline, "
+            "harness.experiments; print(sorted(m for m in sys.modules if m == 'study' or m.startswith('study.')))")
     loaded = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"  # the miniature and notebook 04's path load nothing of the study
-    harness = re.compile(r"^\s*(?:from|import)\s+study(?:[.\s]|$)", re.MULTILINE)
-    assert harness.search("    from study.sweep import run_sweep") and not harness.search("from .x import study_stats")
-    for path in (root / "gui_r1_lite").rglob("*.py"):
-        assert not harness.search(path.read_text(encoding="utf-8")), path
-    assert not list((root / "gui_r1_lite" / "miniature").glob("*.json"))  # the sweep's evidence moved with it
+    imports_study = re.compile(r"^\s*(?:from|import)\s+study(?:[.\s]|$)", re.MULTILINE)
+    assert imports_study.search("    from study.sweep import run_sweep") and not imports_study.search("from .x import study_stats")
+    for path in [*(root / "gui_r1_lite").rglob("*.py"), *(root / "harness").rglob("*.py")]:
+        assert not imports_study.search(path.read_text(encoding="utf-8")), path
+    assert not list((root / "harness" / "miniature").glob("*.json"))  # the sweep's evidence moved with it
     assert root / "docs" / "results" / "sweep_evidence.json" == SHIPPED_EVIDENCE and SHIPPED_EVIDENCE.exists()
     helped = subprocess.run([sys.executable, "-m", "study", "--help"], cwd=root, capture_output=True, text=True)
     assert helped.returncode == 0 and "--study OUT" in helped.stdout and "--sweep OUT" in helped.stdout
@@ -518,9 +519,9 @@ class _StandIn:
 def test_each_arm_plays_in_the_live_page_as_a_cached_stage(tiny_run, tmp_path, monkeypatch):
     stand_in = _StandIn()
     # the attribute the stage looks up at call time: a stub module in sys.modules alone is bypassed once
-    # another test has imported gui_r1_lite.online (then `from .. import online` takes the package's attribute)
-    monkeypatch.setattr("gui_r1_lite.online.evaluate_online", stand_in.evaluate_online)
-    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: None)  # no browser needed
+    # another test has imported harness.online (then `from .. import online` takes the package's attribute)
+    monkeypatch.setattr("harness.online.evaluate_online", stand_in.evaluate_online)
+    monkeypatch.setattr("harness.miniature.runner.online_missing", lambda: None)  # no browser needed
     out = tmp_path / "online"
     share_stages(tiny_run[0], out, SEEDS, miniature.stage_names(miniature.MiniatureSettings()))  # offline: done
     over = {**TINY_BUDGET, "online_episodes": 2, "online_seed_start": 3000}

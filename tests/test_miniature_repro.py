@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gui_r1_lite import miniature
 from gui_r1_lite.runio import read_json
+from harness import miniature
 
 BUDGET = dict(tiny={}, warm_steps=4, sft_batch=4, extra_prompts=4, grpo_prompts_per_step=2, num_generations=4,
               max_completion_length=16, max_new_tokens=16, eval_limit=8, eval_batch_size=8, temperature=1.0,

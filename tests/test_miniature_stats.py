@@ -12,10 +12,11 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from gui_r1_lite import metrics, pipeline, viz
-from gui_r1_lite.miniature import report, stats
-from gui_r1_lite.online import wilson
+from gui_r1_lite import metrics, viz
 from gui_r1_lite.runio import read_jsonl, write_jsonl_atomic
+from harness import pipeline
+from harness.miniature import report, stats
+from harness.online import wilson
 from study import tables
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -300,7 +301,7 @@ def test_the_bars_show_the_intervals_and_the_gain_readably(study_folder):
 
 def test_the_transfer_file_holds_only_tasks_never_trained_on(tmp_path):
     from gui_r1_lite.data import load_gui_r1
-    from gui_r1_lite.miniature import DEFAULT_HELDOUT, LAYOUT_TASKS, task_of
+    from harness.miniature import DEFAULT_HELDOUT, LAYOUT_TASKS, task_of
 
     path = report.transfer_file(DEFAULT_HELDOUT, LAYOUT_TASKS, tmp_path / "transfer.parquet", per_task=2)
     tasks = [task_of(s.id) for s in load_gui_r1(path).samples]
@@ -349,7 +350,7 @@ def target_pages(tasks: tuple[str, ...] = ("click-tab", "click-dialog", "login-u
     from PIL import Image, ImageDraw
 
     from gui_r1_lite.data import load_gui_r1
-    from gui_r1_lite.miniature import DEFAULT_HELDOUT, task_of
+    from harness.miniature import DEFAULT_HELDOUT, task_of
 
     out = []
     for s in load_gui_r1(DEFAULT_HELDOUT).samples:

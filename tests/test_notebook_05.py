@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from gui_r1_lite import pipeline
+from harness import pipeline
 from tests.helpers import MINI, write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def fake_miniature(run_dir: Path, model_dir: Path) -> dict:
     oracle (every step right), the other arms random; every arm's model is `model_dir`."""
     from gui_r1_lite import evaluate
     from gui_r1_lite.data import load_gui_r1, write_gui_r1
-    from gui_r1_lite.miniature import DEFAULT_HELDOUT, select_rows
+    from harness.miniature import DEFAULT_HELDOUT, select_rows
 
     folder = run_dir / "artifacts" / "04_grpo_training" / "miniature"
     heldout = write_gui_r1(select_rows(load_gui_r1(DEFAULT_HELDOUT).samples, TASKS, (1000, 1002)),

@@ -10,7 +10,7 @@ import nbformat
 import papermill
 import pytest
 
-from gui_r1_lite import pipeline
+from harness import pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data_samples"

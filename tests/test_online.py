@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from gui_r1_lite import online
 from gui_r1_lite.actions import Action, format_answer
 from gui_r1_lite.errors import UsageError
 from gui_r1_lite.runfolder import RunFolderMismatch
 from gui_r1_lite.runio import read_jsonl
+from harness import online
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two episodes of every supported task keep the browser tests near a minute on two cores.
@@ -157,7 +157,7 @@ def test_folder_of_another_policy_or_tasks_is_refused(oracle_run):
 def test_killed_run_resumes_without_repeating_finished_episodes(tmp_path):
     out = tmp_path / "run"
     tasks, episodes = ["click-button", "enter-text"], 3
-    cmd = [sys.executable, "-m", "gui_r1_lite.online", "--policy", "oracle", "--tasks", ",".join(tasks),
+    cmd = [sys.executable, "-m", "harness.online", "--policy", "oracle", "--tasks", ",".join(tasks),
            "--episodes", str(episodes), "--out", str(out)]
     log = tmp_path / "killed.log"
     with log.open("w") as fh:
@@ -280,7 +280,7 @@ def test_seeds_of_data_samples_are_refused():
 
 
 def test_reserved_seeds_cover_every_miniwob_row_of_data_samples():
-    from gui_r1_lite.online.miniwob import seed_of
+    from harness.online.miniwob import seed_of
 
     reserved = set().union(*online.RESERVED_SEEDS.values())
     for path in (ROOT / "data_samples").rglob("miniwob_*.parquet"):
@@ -300,8 +300,8 @@ def test_missing_model_folder_is_one_line_before_anything_starts(tmp_path):
 
 @needs_miniwob
 def test_missing_chromium_names_the_package(tmp_path, monkeypatch):
-    from gui_r1_lite.online import browser
-    from gui_r1_lite.online.browser import CaptureDependencyError
+    from harness.online import browser
+    from harness.online.browser import CaptureDependencyError
 
     monkeypatch.setattr(browser, "CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "no-downloads"))
@@ -310,7 +310,7 @@ def test_missing_chromium_names_the_package(tmp_path, monkeypatch):
 
 
 def test_chromium_is_debians_else_playwrights_own_download(tmp_path, monkeypatch):
-    from gui_r1_lite.online import browser
+    from harness.online import browser
 
     monkeypatch.setattr(browser, "CHROMIUM", "/nonexistent/chromium")
     monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path))
@@ -328,7 +328,7 @@ def test_chromium_is_debians_else_playwrights_own_download(tmp_path, monkeypatch
 @needs_miniwob
 def test_command_line_errors_are_one_line(tmp_path, capsys):
     from gui_r1_lite.errors import run_cli
-    from gui_r1_lite.online.__main__ import main
+    from harness.online.__main__ import main
 
     code = run_cli(main, ["--policy", "oracle", "--tasks", "no-such-task", "--episodes", "1", "--out",
                           str(tmp_path)], prog="gui-r1-lite online")
@@ -351,14 +351,14 @@ def test_command_line_errors_are_one_line(tmp_path, capsys):
      "high", "scroll needs one of"),
 ])
 def test_answers_that_cannot_be_acted_on(completion, space, why):
-    from gui_r1_lite.online.episode import readable_action
+    from harness.online.episode import readable_action
 
     action, reason = readable_action(completion, "official", space)
     assert action is None and reason.startswith(why), reason
 
 
 def test_answer_that_can_be_acted_on_keeps_the_model_frame_point():
-    from gui_r1_lite.online.episode import readable_action
+    from harness.online.episode import readable_action
 
     action, reason = readable_action(format_answer(Action("click", (82, 382))), "official", "low")
     assert reason is None and (action.action, action.point) == ("click", (82, 382))

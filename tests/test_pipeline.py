@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from gui_r1_lite import miniature, pipeline
 from gui_r1_lite.runio import read_jsonl
+from harness import miniature, pipeline
 
 
 @pytest.mark.slow
@@ -98,7 +98,7 @@ def test_a_run_without_a_browser_says_why_the_closed_loop_did_not_run(tmp_path, 
     # notebook 04 ran a miniature offline only (no Chromium): one line at the start names the fix, and
     # summary.json records why instead of leaving the online block out without a word
     why = "Chromium not found; install it with `sudo bash scripts/install_capture_deps.sh`"
-    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: why)
+    monkeypatch.setattr("harness.miniature.runner.online_missing", lambda: why)
     monkeypatch.setattr(pipeline, "miniature_result", lambda run_dir: {"stats": {}})
     monkeypatch.setattr(pipeline, "_run_one", lambda *a, **k: None)
     notebooks = tmp_path / "notebooks"
@@ -113,6 +113,6 @@ def test_a_run_without_a_browser_says_why_the_closed_loop_did_not_run(tmp_path, 
     assert summary["online"] == {"skipped": why}
     assert json.loads((run / "summary.json").read_text())["online"] == {"skipped": why}
     # a reason that does not name the fix gets it
-    monkeypatch.setattr("gui_r1_lite.miniature.runner.online_missing", lambda: "the Python package miniwob is missing")
+    monkeypatch.setattr("harness.miniature.runner.online_missing", lambda: "the Python package miniwob is missing")
     assert pipeline.online_skipped() == ("the Python package miniwob is missing; install it with "
                                          "`sudo bash scripts/install_capture_deps.sh`")

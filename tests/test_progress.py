@@ -13,7 +13,8 @@ import time
 import nbformat
 import pytest
 
-from gui_r1_lite import pipeline, progress
+from gui_r1_lite import progress
+from harness import pipeline
 
 
 def test_durations_read_as_a_clock():

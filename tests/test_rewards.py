@@ -324,8 +324,8 @@ def test_build_rewards_from_recipe_weights():
 
 
 def test_no_eval_anywhere_in_the_package():
-    pkg = Path(__file__).resolve().parents[1] / "gui_r1_lite"
-    for f in pkg.rglob("*.py"):
+    root = Path(__file__).resolve().parents[1]
+    for f in [*(root / "gui_r1_lite").rglob("*.py"), *(root / "harness").rglob("*.py")]:
         src = f.read_text()
         assert not re.search(r"(^|[^_.\w])(eval|exec)\(", src), f"{f} calls eval/exec"
 

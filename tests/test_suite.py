@@ -188,7 +188,7 @@ def test_a_folder_without_benchmark_files_exits_2_naming_it_and_the_names(tmp_pa
 
 def test_the_suite_is_the_evaluate_commands_not_evaluate_mains(tmp_path, capsys):
     # evaluate does not import suite (suite is built on it): `gui-r1-lite evaluate` (evaluate_cli) dispatches
-    from gui_r1_lite import cli
+    from harness import cli
 
     assert cli.COMMANDS["evaluate"] == "gui_r1_lite.evaluate_cli"
     code = run_cli(E.main, ["--suite", str(tmp_path), "--baseline", "oracle", "--out", str(tmp_path / "o")])

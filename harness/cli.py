@@ -1,5 +1,5 @@
-"""`gui-r1-lite <command> ...`: one entry point for the package's jobs, each reporting errors one way
-(`errors.run_cli`)."""
+"""`gui-r1-lite <command> ...`: one entry point for the jobs of `gui_r1_lite` and `harness`, each reporting
+errors one way (`errors.run_cli`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import importlib
 import os
 import sys
 
-from .errors import DEBUG_ENV, run_cli
+from gui_r1_lite.errors import DEBUG_ENV, run_cli
 
 COMMANDS = {
-    "pipeline": "gui_r1_lite.pipeline",
+    "pipeline": "harness.pipeline",
     "train": "gui_r1_lite.train",
     "evaluate": "gui_r1_lite.evaluate_cli",
-    "online": "gui_r1_lite.online.__main__",
-    "miniature": "gui_r1_lite.miniature.__main__",
+    "online": "harness.online.__main__",
+    "miniature": "harness.miniature.__main__",
 }
 
 

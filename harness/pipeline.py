@@ -2,7 +2,7 @@
 `summary.json` (profile, versions, seconds per notebook, what each notebook reported, and the
 miniature's gain of SFT → GRPO over SFT and online success with their 95 % intervals).
 
-    python -m gui_r1_lite.pipeline [--profile cpu-mini|gpu-3b] [--out DIR] [--from NN]
+    python -m harness.pipeline [--profile cpu-mini|gpu-3b] [--out DIR] [--from NN]
 
 Each notebook gets those of the parameters `profile`, `output_dir` (its own folder under
 `DIR/artifacts`), `data_dir` and `run_dir` that it declares; a notebook reports results by writing
@@ -19,12 +19,12 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .errors import RunFailed, UsageError, run_cli
-from .notebook import versions
-from .profiles import PROFILES, get_profile
-from .progress import watch
-from .runfolder import writable_folder
-from .runio import read_json, write_json_atomic
+from gui_r1_lite.errors import RunFailed, UsageError, run_cli
+from gui_r1_lite.notebook import versions
+from gui_r1_lite.profiles import PROFILES, get_profile
+from gui_r1_lite.progress import watch
+from gui_r1_lite.runfolder import writable_folder
+from gui_r1_lite.runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"

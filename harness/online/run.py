@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..actions import check_compat
-from ..data import is_hub_id
-from ..errors import UsageError
-from ..evaluate import (
+from gui_r1_lite.actions import check_compat
+from gui_r1_lite.data import is_hub_id
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.evaluate import (
     BASELINES,
     Completer,
     ModelCompleter,
@@ -25,9 +25,10 @@ from ..evaluate import (
     prediction_settings,
     require_positive,
 )
-from ..progress import bar
-from ..runfolder import as_stored, completer_identity, model_identity, open_run_folder
-from ..runio import append_jsonl, clean_jsonl, iter_jsonl, write_json_atomic, write_text_atomic
+from gui_r1_lite.progress import bar
+from gui_r1_lite.runfolder import as_stored, completer_identity, model_identity, open_run_folder
+from gui_r1_lite.runio import append_jsonl, clean_jsonl, iter_jsonl, write_json_atomic, write_text_atomic
+
 from .browser import chromium, require_playwright
 from .episode import PAGE_MAX_TIME_MS, PAGE_TIMEOUT_MS, SHOTS_DIR, STEPS_FILE, Settings, max_steps_for, run_episode
 from .miniwob import TASKS, TEST_SEEDS, TRAIN_SEEDS, html_dir, miniwob_version, new_task_page
@@ -188,7 +189,7 @@ def evaluate_online(policy: Any, tasks: str | Sequence[str], episodes: int, seed
 
 def _load(source: str, adapter, min_pixels: int | None, max_pixels: int | None, name: str,
           penalty: float | None) -> ModelCompleter:
-    from ..modeling import load_policy
+    from gui_r1_lite.modeling import load_policy
 
     # None bounds keep the processor's saved ones (a model is asked at the size it was trained at)
     return ModelCompleter(load_policy(source, lora=None, adapter=adapter, min_pixels=min_pixels,

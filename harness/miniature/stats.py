@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..metrics import grounding_hit
+from gui_r1_lite.metrics import grounding_hit
+
 from ..online.results import UNPARSABLE_END
 from .splits import seed_of, task_of
 

@@ -1,4 +1,4 @@
-"""`python -m gui_r1_lite.miniature`: run the miniature and print its tables (the study: `python -m study`)."""
+"""`python -m harness.miniature`: run the miniature and print its tables (the study: `python -m study`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.runfolder import writable_folder
+
 from .. import miniature
-from ..errors import UsageError, run_cli
-from ..runfolder import writable_folder
 from .report import blind_task_table, miniature_table
 from .runner import RESULT_FILE, run_miniature
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN
@@ -46,7 +47,7 @@ def add_run_arguments(ap: argparse.ArgumentParser, seeds: str = "0,1,2", workers
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m gui_r1_lite.miniature", description=miniature.__doc__,
+    ap = argparse.ArgumentParser(prog="python -m harness.miniature", description=miniature.__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder of one miniature run (a rerun skips finished stages)")
     add_run_arguments(ap)
@@ -90,4 +91,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(run_cli(main, prog="python -m gui_r1_lite.miniature"))
+    sys.exit(run_cli(main, prog="python -m harness.miniature"))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
+from gui_r1_lite.geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 
 #: GUI-R1's GRPO run as released (EasyR1/verl on 8 GPUs): the few values the table needs, each with
 #: where it is written (the release's `examples/config.yaml` and `examples/qwen2_5_vl_3b_gui_grpo.sh`;
@@ -95,8 +95,9 @@ def columns(cfg, steps: str | None = None) -> dict[str, Any]:
 
 def miniature_config(settings):
     """The `TrainConfig` of the miniature's GRPO stage under `settings` (`miniature.stages.train_config`)."""
+    from gui_r1_lite.training import TrainConfig
+
     from .miniature.stages import train_config
-    from .training import TrainConfig
 
     values = train_config(settings, Path("runs/miniature"), method="grpo", start=None, train_file="-",
                           steps=settings.grpo_steps, lr=settings.grpo_lr, seed=0, scheduler=settings.extra_scheduler)
@@ -131,9 +132,10 @@ def miniature_why(settings, key: str) -> str:
 def departures(settings=None, recipe: str | Path | None = None) -> list[Departure]:
     """The table: `settings` (default: the miniature's defaults) against the GPU recipe (default: the
     3B QLoRA recipe) against `ORIGINAL`, with why for each value that differs."""
-    from .grpo_step import RECIPE
+    from gui_r1_lite.grpo_step import RECIPE
+    from gui_r1_lite.training import TrainConfig
+
     from .miniature.settings import MiniatureSettings
-    from .training import TrainConfig
 
     settings = settings or MiniatureSettings()
     mini, default = (_miniature_columns(s) for s in (settings, MiniatureSettings()))
@@ -155,7 +157,7 @@ def departures(settings=None, recipe: str | Path | None = None) -> list[Departur
 
 
 def _miniature_columns(settings) -> dict[str, Any]:
-    from .tiny import build_arguments
+    from gui_r1_lite.tiny import build_arguments
 
     mini = columns(miniature_config(settings),
                    steps=f"{settings.warm_steps} SFT warm-start steps, then {settings.grpo_steps} GRPO updates")
@@ -179,6 +181,6 @@ def departures_markdown(rows: list[Departure]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m gui_r1_lite.departures > docs/results/departures.md
-    print("<!-- written by python -m gui_r1_lite.departures (tests/test_departures.py keeps it current) -->")
+if __name__ == "__main__":  # python -m harness.departures > docs/results/departures.md
+    print("<!-- written by python -m harness.departures (tests/test_departures.py keeps it current) -->")
     print(departures_markdown(departures()))

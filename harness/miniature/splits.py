@@ -12,8 +12,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..runio import read_json, write_json_atomic
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.runio import read_json, write_json_atomic
+
 from .settings import MiniatureSettings
 
 #: The record of the files `prepared_data` made, in `<out_dir>/data/`.
@@ -53,7 +54,7 @@ def task_mix(samples: Iterable) -> dict[str, int]:
 
 def _split(train_data, heldout_data, settings: MiniatureSettings, validate: bool) -> tuple[list, list]:
     """(training rows, evaluation rows), checked to share no episode seed."""
-    from ..data import load_gui_r1
+    from gui_r1_lite.data import load_gui_r1
 
     tasks = tuple(settings.tasks) if settings.tasks is not None else None
     train_all = load_gui_r1(train_data).samples
@@ -86,7 +87,7 @@ def prepare_data(out_dir: str | os.PathLike, train_data: str | os.PathLike, held
     task mix's `train_seeds` rows of `train_data`) and `heldout.parquet` (its rows of `heldout_data`, or
     with `validate` the `validation_seeds` rows of `train_data`); returns their paths, row counts, rows
     with a box target and task mixes."""
-    from ..data import write_gui_r1
+    from gui_r1_lite.data import write_gui_r1
 
     data = Path(out_dir) / "data"
     data.mkdir(parents=True, exist_ok=True)

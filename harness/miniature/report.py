@@ -10,9 +10,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.runio import read_jsonl
+
 from ..online import EPISODES_FILE
-from ..runio import read_jsonl
 from . import stats
 from .splits import select_rows, task_of
 
@@ -99,7 +100,7 @@ def blind_summary(st: Mapping) -> dict:
 
 def read_predictions(eval_folder: str | os.PathLike) -> list[dict]:
     """The prediction records of an evaluation folder."""
-    from ..evaluate import PREDICTIONS, read_records
+    from gui_r1_lite.evaluate import PREDICTIONS, read_records
 
     return read_records(Path(eval_folder) / PREDICTIONS)
 
@@ -319,7 +320,7 @@ def transfer_file(source: str | os.PathLike, trained_tasks: Sequence[str] | None
                   per_task: int) -> Path | None:
     """The first `per_task` rows of each task of `source` not in `trained_tasks`, written to `path`:
     how the policy transfers. None when every task of `source` was trained on."""
-    from ..data import load_gui_r1, write_gui_r1
+    from gui_r1_lite.data import load_gui_r1, write_gui_r1
 
     rows = load_gui_r1(source).samples
     unseen = sorted({task_of(s.id) for s in rows} - set(trained_tasks or {task_of(s.id) for s in rows}))

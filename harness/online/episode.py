@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..actions import (
+from gui_r1_lite.actions import (
     FREE_TEXT_ACTIONS,
     NO_TEXT,
     POINT_ACTIONS,
@@ -19,10 +19,11 @@ from ..actions import (
     action_space,
     parse_completion,
 )
-from ..data import EvalRow, Sample, model_view, to_eval_rows
-from ..evaluate import Completer, make_record
-from ..geometry import NO_POINT, point_in_box
-from ..runio import append_jsonl
+from gui_r1_lite.data import EvalRow, Sample, model_view, to_eval_rows
+from gui_r1_lite.evaluate import Completer, make_record
+from gui_r1_lite.geometry import NO_POINT, point_in_box
+from gui_r1_lite.runio import append_jsonl
+
 from .browser import Shot, screenshot
 from .miniwob import (
     DPR,

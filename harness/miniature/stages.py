@@ -10,9 +10,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..progress import report
-from ..runfolder import read_record
-from ..runio import write_json_atomic
+from gui_r1_lite.progress import report
+from gui_r1_lite.runfolder import read_record
+from gui_r1_lite.runio import write_json_atomic
+
 from .settings import MiniatureSettings
 from .splits import task_of
 
@@ -88,7 +89,7 @@ def train_config(settings: MiniatureSettings, folder: Path, *, method: str, star
 
 def train_runtime(output_dir: str | Path) -> float | None:
     """The trainer's own `train_runtime` (seconds) from a run's metrics.jsonl, if it got that far."""
-    from ..training import read_metrics
+    from gui_r1_lite.training import read_metrics
 
     for rec in reversed(read_metrics(output_dir)):
         if "train_runtime" in rec:
@@ -118,7 +119,7 @@ def train_stage(settings: MiniatureSettings, folder: Path, *, callbacks: Sequenc
     """Train one stage (`stage`: `train_config`'s keywords) and return what the run reports of it: steps,
     where the model is, prompt visits, sampled completions, wall and CPU seconds of the training loop,
     learning rate."""
-    from ..training import TrainConfig, train
+    from gui_r1_lite.training import TrainConfig, train
 
     cfg = TrainConfig.from_dict(train_config(settings, folder, **stage), source=f"miniature stage {folder}")
     clock = _cpu_clock()
@@ -151,7 +152,7 @@ def arm_metrics(summary: dict, records: Sequence[dict]) -> dict[str, float]:
 
 def per_task_click_accuracy(records: Sequence[dict]) -> dict[str, float | None]:
     """Grounding accuracy per MiniWoB task (None for tasks without box targets)."""
-    from ..metrics import grounding_metrics
+    from gui_r1_lite.metrics import grounding_metrics
 
     by: dict[str, list[dict]] = {}
     for r in records:
@@ -165,12 +166,12 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
     """Score `policy` on the `heldout` file into `folder`: a trained stage's `(model, adapter)`
     (named `name` in the records) or, as an int, the random baseline's seed; `blind`: with every
     screenshot white."""
-    from ..evaluate import PREDICTIONS, ModelCompleter, RandomBaseline, evaluate, read_records
+    from gui_r1_lite.evaluate import PREDICTIONS, ModelCompleter, RandomBaseline, evaluate, read_records
 
     if isinstance(policy, int):
         completer = RandomBaseline(policy)
     else:
-        from ..modeling import load_policy
+        from gui_r1_lite.modeling import load_policy
 
         model, adapter = policy
         completer = ModelCompleter(load_policy(model, None, lora=None, adapter=adapter,
@@ -187,8 +188,9 @@ def evaluate_stage(settings: MiniatureSettings, heldout: str, folder: Path,
 
 def online_stage(settings: MiniatureSettings, folder: Path, policy: tuple[str, str | None] | int) -> dict:
     """Play `settings.online_episodes` episodes of each task in the live MiniWoB++ page with `policy`."""
+    from gui_r1_lite.evaluate import RandomBaseline
+
     from .. import online
-    from ..evaluate import RandomBaseline
 
     player, adapter = (RandomBaseline(policy), None) if isinstance(policy, int) else policy
     return online.evaluate_online(player, list(settings.online_tasks), settings.online_episodes,

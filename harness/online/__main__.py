@@ -1,7 +1,7 @@
 """Command line of the closed-loop evaluation: play MiniWoB++ episodes in headless Chromium with a
 baseline or a model and print the success table (written to DIR/online.json and online.md).
 
-    python -m gui_r1_lite.online --policy oracle|random|MODEL_DIR [--adapter A] --tasks t1,t2,... \\
+    python -m harness.online --policy oracle|random|MODEL_DIR [--adapter A] --tasks t1,t2,... \\
         --episodes N --seed-start S --out DIR [--max-steps K]
 """
 
@@ -11,9 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..actions import COMPATS
-from ..errors import UsageError, run_cli
-from ..evaluate import PRESETS
+from gui_r1_lite.actions import COMPATS
+from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.evaluate import PRESETS
+
 from .browser import CaptureDependencyError
 from .results import online_table
 from .run import DEFAULT_SEED_START, ONLINE_JSON, ORACLE_TASKS, evaluate_online

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..profiles import PROFILES
+from gui_r1_lite.errors import UsageError
+from gui_r1_lite.profiles import PROFILES
 
 _REPO = Path(__file__).resolve().parents[2]
 DEFAULT_TRAIN = _REPO / "data_samples" / "train" / "miniwob_train.parquet"

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunFailed
+from gui_r1_lite.errors import RunFailed
 
 #: Seconds between two calls of a parallel run's `watch` (the main process's live view).
 POLL_SECONDS = 5.0
@@ -96,7 +96,7 @@ def pinned_threads(threads: int) -> Iterator[dict[str, Any]]:
 #: `job_main`. A new interpreter, not a fork: it shares no threads, locks or RNG state with this one,
 #: and it does not run the caller's `__main__` again, as `multiprocessing`'s spawn would.
 _BOOT = ("import json, sys; sys.path[:0] = json.loads(sys.argv[1]); "
-         "from gui_r1_lite.miniature.parallel import job_main; sys.exit(job_main(sys.argv[2]))")
+         "from harness.miniature.parallel import job_main; sys.exit(job_main(sys.argv[2]))")
 
 
 def job_main(job_file: str) -> int:

@@ -14,12 +14,13 @@ from typing import Any
 
 import yaml
 
+from gui_r1_lite.profiles import Profile, get_profile
+from gui_r1_lite.progress import report
+
 from . import pipeline
 from .miniature import MiniatureSettings, arm_results, run_miniature
 from .miniature.parallel import default_workers
 from .miniature.runner import online_missing
-from .profiles import Profile, get_profile
-from .progress import report
 
 EXPERIMENTS = ("miniature", "recipe")
 #: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result (the
@@ -115,8 +116,8 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
 
 def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str, max_steps: int):
     """The profile's GRPO recipe, on notebook 01's curated file when the pipeline made one."""
-    from .training import TrainConfig
-    from .training.config import read_recipe
+    from gui_r1_lite.training import TrainConfig
+    from gui_r1_lite.training.config import read_recipe
 
     curated = pipeline.read_result(run_dir, "01")
     source = train_data or (curated or {}).get("curated") or prof.data_source("train", str(data_dir))
@@ -175,8 +176,8 @@ def _run_miniature(exp: Experiment, callbacks: Sequence, live) -> TrainingRun:
 
 def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: Path, limit: int) -> None:
     """Answer `limit` rows of each held-out file with `model` (+ `adapter`) into `folder`, then free it."""
-    from .evaluate import PREDICTIONS, ModelCompleter, evaluate
-    from .modeling import free_memory, load_policy
+    from gui_r1_lite.evaluate import PREDICTIONS, ModelCompleter, evaluate
+    from gui_r1_lite.modeling import free_memory, load_policy
 
     report(f"scoring the {name} policy", "start", count_lines=str(folder / PREDICTIONS))
     policy = load_policy(model, quantization=exp.config.quantization, lora=None, adapter=adapter, **exp.pixels)
@@ -187,9 +188,9 @@ def _score(exp: Experiment, model: str, adapter: str | None, name: str, folder: 
 
 
 def _run_recipe(exp: Experiment, callbacks: Sequence, samples_shown: int) -> TrainingRun:
-    from .modeling import free_memory
-    from .training import resolve_model, train
-    from .training.callbacks import TrainingProgress
+    from gui_r1_lite.modeling import free_memory
+    from gui_r1_lite.training import resolve_model, train
+    from gui_r1_lite.training.callbacks import TrainingProgress
 
     before_dir, after_dir = exp.output_dir / "samples_start", exp.output_dir / "samples_end"
     _score(exp, resolve_model(exp.config), None, "start", before_dir, samples_shown)
@@ -205,7 +206,7 @@ def notebook_result(exp: Experiment, run: TrainingRun, study: dict | None = None
     """Notebook 04's `result.json`: the GRPO run's metrics at the start and the end, its last step,
     where the trained policy is, and with `study` (`run_miniature`'s result) the miniature's arms and
     the details notebook 05 shows."""
-    from .training import read_metrics, start_and_end
+    from gui_r1_lite.training import read_metrics, start_and_end
 
     steps = [r["step"] for r in read_metrics(run.grpo_run) if "step" in r]
     result = {"profile": exp.profile.name, "experiment": exp.kind, "grpo_run": str(run.grpo_run),

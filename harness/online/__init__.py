@@ -1,4 +1,4 @@
-"""Closed-loop evaluation in a live browser (`python -m gui_r1_lite.online`): a policy plays
+"""Closed-loop evaluation in a live browser (`python -m harness.online`): a policy plays
 MiniWoB++ task pages in headless Chromium, step by step through the same prompt, parsing and pixel
 frames as training and offline evaluation, and the page's own reward says whether each episode was
 solved."""

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunFailed, UsageError
-from ..runfolder import differences
-from ..runio import read_json, write_json_atomic
+from gui_r1_lite.errors import RunFailed, UsageError
+from gui_r1_lite.runfolder import differences
+from gui_r1_lite.runio import read_json, write_json_atomic
+
 from .parallel import default_workers, pinned_threads, run_parallel
 from .report import WARM, aggregate, blind_arm, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
@@ -80,7 +81,7 @@ class SeedRun:
 
     def train(self, arm: str, method: str, *, steps: int, lr: float, scheduler: str,
               start: tuple[str, str | None] | None = None, record: dict | None = None) -> dict:
-        from ..training.callbacks import TrainingProgress
+        from gui_r1_lite.training.callbacks import TrainingProgress
 
         name, s = f"{arm}_train", self.settings
         folder, announce = self.folder / name, self.announce(name, steps=steps)
@@ -238,7 +239,7 @@ def online_missing() -> str | None:
 
     from ..online.browser import CaptureDependencyError, require_playwright
 
-    for module in ("gui_r1_lite.online", "miniwob"):
+    for module in ("harness.online", "miniwob"):
         try:
             if importlib.util.find_spec(module) is None:
                 return f"the Python package {module} is missing"

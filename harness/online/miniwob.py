@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..actions import ACTION_SPACES, FREE_TEXT_ACTIONS, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS
-from ..geometry import box_center
+from gui_r1_lite.actions import ACTION_SPACES, FREE_TEXT_ACTIONS, NO_TEXT, POINT_ACTIONS, SCROLL_DIRECTIONS
+from gui_r1_lite.geometry import box_center
+
 from .browser import CaptureDependencyError, Shot
 
 PLATFORMS: tuple[str, ...] = ("web", "mobile", "desktop", "miniwob")

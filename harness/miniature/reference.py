@@ -9,7 +9,7 @@ docs quote) and `make_run_reference.<processor>.json` beside it. A figure is eve
 list under the summary's `miniature`, `gain` and `online` blocks, compared as a percentage with one
 decimal, as the README reports it.
 
-    python -m gui_r1_lite.miniature.reference RUN_DIR [--write]   # compare a run (or write the reference)
+    python -m harness.miniature.reference RUN_DIR [--write]   # compare a run (or write the reference)
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..runio import read_json, write_json_atomic
+from gui_r1_lite.runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "docs" / "results" / "make_run_reference.json"
@@ -98,7 +98,7 @@ def verdict(summary: Mapping, reference_path: Path | None = None) -> str:
         if reference_path is None:
             return (f"no reference made on this processor ({cpu}) to compare with: figures match to the digit "
                     f"only on the processor that made them (float kernels differ); write one with "
-                    f"`python -m gui_r1_lite.miniature.reference RUN_DIR --write`")
+                    f"`python -m harness.miniature.reference RUN_DIR --write`")
     if not reference_path.exists():
         return f"no reference figures at {reference_path}: nothing to compare"
     reference = read_json(reference_path)

@@ -19,9 +19,9 @@ Design (docs/miniature.md has the details and the figures):
 Everything lands under `--out`: `data/`, `seed<N>/<stage>/` (each with `stage.json` when finished:
 a rerun skips it) and `miniature.json`.
 
-    python -m gui_r1_lite.miniature --out runs/miniature [--seeds 0,1,2] [--validate] [--workers 2]
+    python -m harness.miniature --out runs/miniature [--seeds 0,1,2] [--validate] [--workers 2]
 
-The validation sweep and the full study are the research harness beside the package: `python -m study`.
+The validation sweep and the full study live beside the packages, in `study/`: `python -m study`.
 """
 
 from .report import ARMS, METRICS, WARM, aggregate, arm_results, blind_task_table, miniature_table, per_task_table
