@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "notebooks"
 EXECUTED = SOURCES / "executed"
 HASHES = "SOURCES.json"
+#: Which run the pages show: its versions, seconds per notebook, the check of its miniature's figures against
+#: the reference of its processor, and the processor when this script ran the pipeline itself.
+RUN = "RUN.json"
 
 
 def code_cells(nb: nbformat.NotebookNode) -> list[str]:
@@ -58,8 +61,9 @@ def export(path: Path, run_dir: Path, dest: Path) -> Path:
     return page
 
 
-def write_run(run_dir: Path, dest: Path = EXECUTED) -> list[Path]:
-    """Every executed notebook of `run_dir/notebooks` as a page in `dest`, and `dest/SOURCES.json`."""
+def write_run(run_dir: Path, dest: Path = EXECUTED, processor: str | None = None) -> list[Path]:
+    """Every executed notebook of `run_dir/notebooks` as a page in `dest`, `dest/SOURCES.json`, and
+    `dest/RUN.json` from the run's `summary.json` (`processor`, when given, added)."""
     executed = sorted((run_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     missing = sorted({p.name for p in SOURCES.glob("[0-9][0-9]_*.ipynb")} - {p.name for p in executed})
     if missing:
@@ -68,6 +72,11 @@ def write_run(run_dir: Path, dest: Path = EXECUTED) -> list[Path]:
     pages = [export(path, run_dir, dest) for path in executed]
     hashes = {p.name: code_hash(nbformat.read(p, as_version=4)) for p in executed}
     (dest / HASHES).write_text(json.dumps(hashes, indent=1) + "\n")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    profile = summary.get("profile")
+    run = {"profile": profile.get("name") if isinstance(profile, dict) else profile, "processor": processor,
+           **{k: summary.get(k) for k in ("reference_check", "versions", "seconds", "total_seconds")}}
+    (dest / RUN).write_text(json.dumps(run, indent=1) + "\n")
     return pages
 
 
@@ -75,13 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, help="a finished cpu-mini run folder (default: run the pipeline now)")
     args = ap.parse_args(argv)
-    run_dir = args.run
+    run_dir, processor = args.run, None
     if run_dir is None:
+        from harness.miniature.reference import machine
         from harness.pipeline import run_pipeline
 
         run_dir = REPO / "runs" / "executed"
         run_pipeline("cpu-mini", out=run_dir)
-    for page in write_run(run_dir):
+        processor = machine()["cpu"]
+    for page in write_run(run_dir, processor=processor):
         print(page.relative_to(REPO))
     return 0
 

@@ -9,7 +9,6 @@ SFT arm tuned with as many configurations as the GRPO arm, for the budget it get
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import statistics
 import time
@@ -18,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from gui_r1_lite.errors import UsageError
+from gui_r1_lite.runfolder import as_stored
 from gui_r1_lite.runio import write_json_atomic
 from harness.miniature.parallel import default_workers, pinned_threads, run_parallel
 from harness.miniature.report import WARM
-from harness.miniature.runner import SeedRun, check_same_settings
+from harness.miniature.runner import SeedRun, check_same_settings, run_record
 from harness.miniature.settings import DEFAULT_TRAIN, FAIR_MODES, SWEEP_GRID, MiniatureSettings
 from harness.miniature.splits import prepared_data
 from harness.miniature.stages import policy_of
@@ -156,8 +156,7 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
         raise UsageError(f"fair_modes must be among {FAIR_MODES}, got {fair_modes}")
     configs, seeds, out = configurations(grid), [int(s) for s in seeds], Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    check_same_settings(out, json.loads(json.dumps({
-        "settings": settings.to_dict(), "train_data": str(train_data), "grid": grid, "validate": True})))
+    check_same_settings(out, {**run_record(settings, train_data, train_data, True), "grid": as_stored(grid)})
     t0 = time.perf_counter()
     data = prepared_data(out, train_data, train_data, settings, validate=True)
     basis = _basis(settings, configs["sft_grpo"])

@@ -35,3 +35,13 @@ def test_staleness_is_caught():
     before = pages.code_hash(nb)
     next(c for c in nb.cells if c.cell_type == "code").source += " "
     assert pages.code_hash(nb) != before
+
+
+def test_the_pages_say_which_run_they_show():
+    """RUN.json: a cpu-mini run, its versions and seconds, and how its miniature's figures compared with the
+    reference of the processor it ran on (`harness.miniature.reference.verdict`)."""
+    run = json.loads((EXECUTED / pages.RUN).read_text())
+    assert run["profile"] == "cpu-mini" and run["versions"]["transformers"] and set(run["seconds"]) == {
+        s.stem for s in SOURCES}
+    assert re.fullmatch(r"matches make_run_reference(\.[a-z0-9-]+)?\.json to the digit \(\d+ per-seed figures\)",
+                        run["reference_check"]), run["reference_check"]

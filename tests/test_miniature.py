@@ -478,6 +478,33 @@ def test_a_rerun_with_other_settings_is_refused(tiny_run):
         miniature.run_miniature(tiny_run[0], seeds=[0], **{**TINY_BUDGET, "threads": 2})
 
 
+def test_a_base_or_data_replaced_in_place_is_another_run(tmp_path):
+    """The run record holds what the base model's and the data files' contents are, not only their paths: a
+    base pretrained again into the same folder, or a data file written anew, must not reuse the stages
+    trained from the old one."""
+    from harness.miniature.runner import check_same_settings, run_record
+
+    base, train, heldout = tmp_path / "base", tmp_path / "train.parquet", tmp_path / "heldout.parquet"
+    base.mkdir()
+    (base / "config.json").write_text("{}")
+    (base / "model.safetensors").write_bytes(b"weights 1")
+    train.write_bytes(b"rows 1")
+    heldout.write_bytes(b"held out")
+    settings = miniature.MiniatureSettings(base_model=str(base))
+    out = tmp_path / "run"
+    out.mkdir()
+    check_same_settings(out, run_record(settings, train, heldout, False))
+    check_same_settings(out, run_record(settings, train, heldout, False))  # the same contents: the same run
+    (base / "model.safetensors").write_bytes(b"weights 2")
+    with pytest.raises(UsageError, match=r"other settings .*sources\.base_model: "):
+        check_same_settings(out, run_record(settings, train, heldout, False))
+    (base / "model.safetensors").write_bytes(b"weights 1")
+    train.write_bytes(b"rows 2")
+    with pytest.raises(UsageError, match=r"other settings .*sources\.train_data: "):
+        check_same_settings(out, run_record(settings, train, heldout, False))
+    assert "base_model" not in run_record(miniature.MiniatureSettings(), train, heldout, False)["sources"]
+
+
 def test_the_data_split_is_made_once_per_run_folder(tiny_run):
     record = tiny_run[0] / "data" / "data.json"
     made = os.stat(record).st_mtime_ns

@@ -5,7 +5,6 @@ after it, each trained and scored as a cached stage; the seeds side by side, the
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_r1_lite.errors import RunFailed, UsageError
-from gui_r1_lite.runfolder import differences
+from gui_r1_lite.runfolder import as_stored, differences, digest, source_identity
 from gui_r1_lite.runio import read_json, write_json_atomic
 
 from .parallel import default_workers, pinned_threads, run_parallel
@@ -215,6 +214,22 @@ def seed_job(out_dir: str, seed: int, settings: MiniatureSettings, data: dict, p
         raise RunFailed(f"seed {seed} · {run.current or 'setup'}: {type(exc).__name__}: {exc}{log}") from exc
 
 
+def run_record(settings: MiniatureSettings, train_data: str | os.PathLike, heldout_data: str | os.PathLike,
+               validate: bool) -> dict:
+    """What makes a run folder's stages: the settings, the data files (by path, and by content under
+    `sources`) and the base model (a folder by a hash of its weight and configuration files), so that a base
+    pretrained again into the same folder, or data written anew, is another run and not the cached one."""
+    sources = {}
+    for name, path in (("train_data", train_data), ("heldout_data", heldout_data)):
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: the miniature's {name.replace('_', ' ')} is not there")
+        sources[name] = digest(path, cheap=True)
+    if settings.base_model:
+        sources["base_model"] = source_identity(settings.base_model)
+    return as_stored({"settings": settings.to_dict(), "train_data": str(train_data),
+                      "heldout_data": str(heldout_data), "validate": validate, "sources": sources})
+
+
 def check_same_settings(out: Path, wanted: dict) -> None:
     """Stages cached under `out` are reused only by a run with the same settings."""
     path = out / SETTINGS_FILE
@@ -226,10 +241,11 @@ def check_same_settings(out: Path, wanted: dict) -> None:
 
 
 def _differences(held: dict, wanted: dict) -> list[str]:
-    """What differs between two run records, the settings one by one."""
-    settings = [held.get("settings") or {}, wanted.get("settings") or {}]
-    rest = [{k: v for k, v in r.items() if k != "settings"} for r in (held, wanted)]
-    return differences(*rest) + differences(*settings, prefix="settings.")
+    """What differs between two run records, the settings and the sources one by one."""
+    nested = ("settings", "sources")
+    rest = [{k: v for k, v in r.items() if k not in nested} for r in (held, wanted)]
+    return differences(*rest) + [d for key in nested for d in differences(
+        held.get(key) or {}, wanted.get(key) or {}, prefix=f"{key}.")]
 
 
 
@@ -305,9 +321,7 @@ def run_miniature(out_dir: str | os.PathLike, seeds: Sequence[int] = (0, 1, 2), 
                          "seeds run side by side with watch=")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    check_same_settings(out, json.loads(json.dumps({  # compared as stored
-        "settings": settings.to_dict(), "train_data": str(train_data), "heldout_data": str(heldout_data),
-        "validate": validate})))
+    check_same_settings(out, run_record(settings, train_data, heldout_data, validate))
     t0 = time.perf_counter()
     data = prepared_data(out, train_data, heldout_data, settings, validate)
     per_seed = _run_seeds(out, seeds, settings, data, progress=progress, callbacks=callbacks, workers=workers,
