@@ -26,6 +26,7 @@ from gui_r1_lite.errors import run_cli
 from gui_r1_lite.runio import read_json, write_json_atomic
 from harness.miniature.__main__ import parse_seeds
 from harness.miniature.parallel import default_workers
+from harness.miniature.runner import check_same_settings, run_record
 from harness.miniature.settings import DEFAULT_TRAIN, MiniatureSettings
 from harness.miniature.splits import prepared_data
 from harness.miniature.stages import STAGE_FILE
@@ -56,6 +57,7 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     difference from the miniature's own settings. `overrides` replace settings of every run (tests)."""
     settings, out = MiniatureSettings.from_overrides(None, **overrides).validate(), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    check_same_settings(out, run_record(settings, train_data, train_data, True))  # its cached runs are these settings'
     t0 = time.perf_counter()
     data = prepared_data(out, train_data, train_data, settings, validate=True)
     seeds = [int(s) for s in seeds]

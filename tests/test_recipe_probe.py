@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
+from gui_r1_lite.errors import UsageError
+from harness.miniature.runner import check_same_settings, run_record
+from harness.miniature.settings import MiniatureSettings
 from study import recipe
 from tests.test_miniature import TINY_BUDGET
 
@@ -41,6 +45,17 @@ def test_nothing_is_run_together_unless_two_values_are_adopted(tmp_path, monkeyp
     monkeypatch.setattr(recipe, "VARIANTS", {"miniature": {}, "beta": {"beta": 0.01}})
     result = recipe.run_probe(str(tmp_path / "probe"), [0], workers=1, **TINY_BUDGET)
     assert result["together"] is None and not result["variants"]["miniature"]["adopt"]
+
+
+def test_a_folder_of_other_settings_is_refused_before_anything_runs(tmp_path):
+    # the probe's cached warm starts and runs are reused only by the settings that made them
+    out = tmp_path / "probe"
+    out.mkdir()
+    other = MiniatureSettings.from_overrides(None, **{**TINY_BUDGET, "warm_steps": 3})
+    check_same_settings(out, run_record(other, recipe.DEFAULT_TRAIN, recipe.DEFAULT_TRAIN, True))
+    with pytest.raises(UsageError, match=r"settings\.warm_steps: 3 there, 2 now"):
+        recipe.run_probe(str(out), [0], workers=1, **TINY_BUDGET)
+    assert sorted(p.name for p in out.iterdir()) == ["settings.json"]  # nothing trained, no data split made
 
 
 def test_the_command_prints_the_table_and_ships_the_file_byte_for_byte(tmp_path, monkeypatch, capsys):
