@@ -20,6 +20,7 @@ from gui_r1_lite.progress import report
 from . import pipeline
 from .miniature import MiniatureSettings, arm_results, run_miniature
 from .miniature.parallel import default_workers
+from .miniature.report import arm_names
 from .miniature.runner import online_missing
 
 EXPERIMENTS = ("miniature", "recipe")
@@ -168,9 +169,10 @@ def _run_miniature(exp: Experiment, callbacks: Sequence, live) -> TrainingRun:
                           callbacks=() if side_by_side else list(callbacks), watch=watch)
     seed = str(exp.seeds[0])
     predictions, models = study["predictions"][seed], study["models"][seed]
+    names = arm_names(study.get("settings"))
     return TrainingRun(grpo_run=Path(study["runs"][seed]["sft_grpo"]), heldout=study["data"]["heldout"],
                        before_dir=Path(predictions["warm"]), after_dir=Path(predictions["sft_grpo"]),
-                       before_name="SFT warm start", after_name="SFT → GRPO",
+                       before_name=names["warm"], after_name=names["sft_grpo"],
                        base_model=models["warm"][0], trained_model=models["sft_grpo"][0], study=study)
 
 

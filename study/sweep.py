@@ -101,7 +101,7 @@ def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm
                                                               scheduler=b.extra_scheduler, start=start)
             budget = run.sft_budget()
             trained = run.train(arm, "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
-                                start=start, record={"budget": budget})
+                                start=start, record={"budget": budget}, cpu_seconds=budget.get("cpu_seconds"))
         scored = run.evaluate(arm)
     return {"seed": seed, "arm": arm, "config": config, "fair": s.fair if arm == "sft" else None,
             "metrics": scored["metrics"], "n": scored["n"], "steps": trained["steps"],

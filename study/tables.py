@@ -80,6 +80,8 @@ def compute_table(result: dict) -> str:
     compute = result.get("compute") or {}
     seeds = sorted(compute, key=int)
     names = {WARM: "warm start (both arms)", "sft": "SFT", "sft_grpo": "SFT → GRPO"}
+    if (result.get("settings") or {}).get("warm_steps") == 0:
+        names = {WARM: "base (both arms' start: nothing trained)", "sft": "SFT", "sft_grpo": "GRPO"}
     lines = [f"| stage | {' | '.join(h for _, h in COMPUTE_COLUMNS)} |", "|---|" + "---:|" * len(COMPUTE_COLUMNS)]
     for arm, name in names.items():
         rows = [compute[s].get(arm) or {} for s in seeds]

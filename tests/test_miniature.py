@@ -29,7 +29,7 @@ from study.orchestrate import run_study, share_stages
 from study.sweep import SHIPPED_EVIDENCE, choose, config_name, configurations, run_sweep, sweep_table
 from study.tables import compute_table
 
-TINY_BUDGET = dict(tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
+TINY_BUDGET = dict(base_model=None, tiny={}, warm_steps=2, sft_batch=2, extra_prompts=2, grpo_prompts_per_step=1, num_generations=2,
                    max_completion_length=8, max_new_tokens=8, eval_limit=6, eval_batch_size=6,
                    tasks=("click-tab", "login-user"), min_heldout_rows=1)
 SEEDS = [0, 1]
@@ -46,7 +46,8 @@ def test_row_ids_give_task_and_seed():
 
 @pytest.mark.parametrize("over, words", [
     ({"fair": "flops"}, "fair must be"),
-    ({"warm_steps": 0}, "warm_steps"),
+    ({"warm_steps": 0, "base_model": None}, "warm_steps"),
+    ({"warm_steps": -1}, "warm_steps"),
     ({"num_generations": 1}, "num_generations"),
     ({"sft_extra_stop": 0.0}, "sft_extra_stop"),
     ({"threads": 0}, "threads"),
@@ -125,7 +126,10 @@ def test_the_warm_start_starts_from_the_base_folder_when_one_is_set(tmp_path):
     from harness.miniature.stages import train_config
 
     kw = dict(method="sft", start=None, train_file="t.parquet", steps=2, lr=1e-3, seed=0, scheduler="cosine")
-    assert train_config(miniature.MiniatureSettings(), tmp_path, **kw)["model"] == "tiny"
+    assert train_config(miniature.MiniatureSettings(base_model=None), tmp_path, **kw)["model"] == "tiny"
+    # the default, grounding/base, is the repository's shipped base from whatever folder the run starts in
+    shipped = train_config(miniature.MiniatureSettings(), tmp_path, **kw)["model"]
+    assert Path(shipped).resolve() == (Path(miniature.DEFAULT_TRAIN).parents[2] / "grounding" / "base").resolve()
     based = miniature.MiniatureSettings(base_model=str(tmp_path / "base"))
     assert train_config(based, tmp_path, **kw)["model"] == str(tmp_path / "base")
     assert train_config(based, tmp_path, **{**kw, "start": ("prev/model", None)})["model"] == "prev/model"
@@ -178,6 +182,38 @@ def test_fair_seconds_counts_cpu_seconds_where_both_stages_have_them(tmp_path):
                   "sft_grpo_train": {"train_runtime": 90.0, "train_cpu_seconds": 30.0, "seconds": 95.0, "steps": 5}}
     budget = run.sft_budget()  # the GRPO stage ran while the machine was busy: its wall time is not its work
     assert budget["clock"] == "cpu" and budget["grpo_seconds"] == 30.0 and budget["steps"] == 30
+
+
+def test_the_task_mix_is_the_rule_s_choice_on_the_training_split():
+    """SEEING_TASKS is what the rule written in settings.py picks from the shipped training file: not a layout
+    task, and a best blind score (one point per step, the screen unseen) below BLIND_CEILING."""
+    from gui_r1_lite.data import load_gui_r1
+
+    train = miniature.select_rows(load_gui_r1(miniature.DEFAULT_TRAIN).samples, None, (0, 24))
+    blind = miniature.best_blind_score(train)
+    assert set(blind) == set(miniature.ALL_TASKS)
+    picked = tuple(sorted(t for t, v in blind.items() if t not in miniature.LAYOUT_TASKS
+                          and v < miniature.BLIND_CEILING))
+    assert picked == miniature.SEEING_TASKS == miniature.DEFAULT_TASKS
+    assert blind["login-user"] == 1.0 and blind["click-test"] == pytest.approx(0.6)  # a layout task; one left out
+
+
+def test_the_best_blind_score_takes_one_point_per_step():
+    from types import SimpleNamespace as Row
+
+    def row(step, box):
+        return Row(id=f"miniwob/t/seed0/step{step}", gt_action="click", gt_bbox=box)
+    left, right = (0.0, 0.0, 0.2, 0.2), (0.8, 0.8, 1.0, 1.0)
+    rows = [row(0, left), row(0, left), row(0, right), row(1, right)]  # step 0: 2 of 3 at best; step 1: 1 of 1
+    assert miniature.best_blind_score(rows) == {"t": 0.75}
+
+
+def test_with_no_warm_start_sft_seconds_stop_on_the_grpo_arm_s_cpu_seconds(tmp_path):
+    run = miniature.SeedRun(tmp_path, 0, miniature.MiniatureSettings(fair="seconds", sft_extra_stop=0.5), {})
+    run.stages = {"warm_train": {"steps": 0, "train_cpu_seconds": 0.0, "seconds": 0.1},
+                  "sft_grpo_train": {"train_runtime": 90.0, "train_cpu_seconds": 30.0, "seconds": 95.0, "steps": 5}}
+    budget = run.sft_budget()  # nothing was trained to time an SFT step: the SFT run stops on the clock itself
+    assert budget["clock"] == "cpu" and budget["cpu_seconds"] == 15.0 and budget["steps"] >= 20 * 50
 
 
 def test_fair_seconds_keeps_the_steps_it_resolved_to_for_a_rerun(tmp_path):
@@ -502,7 +538,8 @@ def test_a_base_or_data_replaced_in_place_is_another_run(tmp_path):
     train.write_bytes(b"rows 2")
     with pytest.raises(UsageError, match=r"other settings .*sources\.train_data: "):
         check_same_settings(out, run_record(settings, train, heldout, False))
-    assert "base_model" not in run_record(miniature.MiniatureSettings(), train, heldout, False)["sources"]
+    assert "base_model" not in run_record(miniature.MiniatureSettings(base_model=None), train, heldout,
+                                          False)["sources"]
 
 
 def test_the_data_split_is_made_once_per_run_folder(tiny_run):
@@ -649,6 +686,25 @@ def test_report_needs_a_finished_study(tmp_path):
         main(["--study", str(tmp_path), "--report"])
     with pytest.raises(SystemExit):
         main(["--sweep", str(tmp_path), "--report"])
+
+
+def test_with_no_warm_start_both_arms_start_from_the_base_itself(tmp_path, tiny_model_dir):
+    """warm_steps 0 (the default): the `warm` stage trains nothing and is the base, scored as the arms' start;
+    both arms train from the base folder; a seconds-matched SFT arm stops on the GRPO arm's CPU seconds."""
+    budget = {**TINY_BUDGET, "base_model": str(tiny_model_dir), "warm_steps": 0, "fair": "seconds"}
+    result = miniature.run_miniature(tmp_path / "m", seeds=[0], workers=1, **budget)
+    compute, models = result["compute"]["0"], result["models"]["0"]
+    assert compute["warm"]["steps"] == 0 and compute["warm"]["prompt_visits"] == 0
+    assert models["warm"] == [str(tiny_model_dir), None] or models["warm"] == (str(tiny_model_dir), None)
+    assert not (tmp_path / "m" / "seed0" / "warm_train" / "metrics.jsonl").exists()
+    for arm in ("sft", "sft_grpo"):
+        config = read_json(tmp_path / "m" / "seed0" / f"{arm}_train" / "run.json")
+        assert Path(config["base_model"]["folder"]).resolve() == Path(tiny_model_dir).resolve(), arm
+    sft_budget = read_json(tmp_path / "m" / "seed0" / SFT_BUDGET_FILE)
+    stop = result["settings"]["sft_extra_stop"]
+    assert sft_budget["cpu_seconds"] == pytest.approx(compute["sft_grpo"]["train_cpu_seconds"] * stop, abs=1e-3)
+    assert compute["sft"]["steps"] >= 1 and compute["sft"]["train_cpu_seconds"] >= sft_budget["cpu_seconds"]
+    assert miniature.miniature_table(result).splitlines()[3].startswith("| base (both arms' start) | ")
 
 
 def test_the_base_model_is_a_setting_the_command_line_can_set():

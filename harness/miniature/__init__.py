@@ -28,6 +28,7 @@ from .report import ARMS, METRICS, WARM, aggregate, arm_results, blind_task_tabl
 from .runner import RESULT_FILE, TRAINED, SeedRun, run_miniature, run_seed, stage_names
 from .settings import (
     ALL_TASKS,
+    BLIND_CEILING,
     DEFAULT_HELDOUT,
     DEFAULT_TASKS,
     DEFAULT_TRAIN,
@@ -36,16 +37,18 @@ from .settings import (
     LAYOUT_TASKS,
     ONLINE_ARMS,
     RECIPE_PROBE,
+    SEEING_TASKS,
     SWEEP_GRID,
     MiniatureSettings,
 )
-from .splits import prepare_data, prepared_data, seed_of, select_rows, task_mix, task_of
+from .splits import best_blind_score, prepare_data, prepared_data, seed_of, select_rows, task_mix, task_of
 from .stages import STAGE_FILE, arm_metrics, per_task_click_accuracy
 
 __all__ = [
-    "ALL_TASKS", "ARMS", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES", "FIXED_A_PRIORI",
-    "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RECIPE_PROBE", "RESULT_FILE", "STAGE_FILE", "SWEEP_GRID", "TRAINED",
-    "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics", "arm_results", "blind_task_table",
-    "miniature_table", "per_task_click_accuracy", "per_task_table", "prepare_data", "prepared_data", "run_miniature",
-    "run_seed", "seed_of", "select_rows", "stage_names", "task_mix", "task_of",
+    "ALL_TASKS", "ARMS", "BLIND_CEILING", "DEFAULT_HELDOUT", "DEFAULT_TASKS", "DEFAULT_TRAIN", "FAIR_MODES",
+    "FIXED_A_PRIORI", "LAYOUT_TASKS", "METRICS", "ONLINE_ARMS", "RECIPE_PROBE", "RESULT_FILE", "SEEING_TASKS",
+    "STAGE_FILE", "SWEEP_GRID", "TRAINED", "WARM", "MiniatureSettings", "SeedRun", "aggregate", "arm_metrics",
+    "arm_results", "best_blind_score", "blind_task_table", "miniature_table", "per_task_click_accuracy",
+    "per_task_table", "prepare_data", "prepared_data", "run_miniature", "run_seed", "seed_of", "select_rows",
+    "stage_names", "task_mix", "task_of",
 ]

@@ -32,6 +32,15 @@ CLICK_KEYS = ("click_accuracy", "click_accuracy_parsed")
 BLIND_SUFFIX = "_blind"
 
 
+def arm_names(settings: Mapping | None) -> dict[str, str]:
+    """Each arm's name in the tables for a run of `settings` (a `MiniatureSettings.to_dict()`): the arms
+    start from an SFT warm start, or, with `warm_steps` 0, from the base model itself."""
+    if (settings or {}).get("warm_steps") == 0:
+        return {"random": "random", WARM: "base (both arms' start)", "sft": "SFT from the base (sft)",
+                "sft_grpo": "GRPO from the base (sft_grpo)"}
+    return {"random": "random", WARM: WARM_LABEL, "sft": "sft", "sft_grpo": "sft_grpo"}
+
+
 def blind_arm(arm: str) -> str:
     """The name an arm's blind scoring goes by (`sft` -> `sft_blind`)."""
     return f"{arm}{BLIND_SUFFIX}"
@@ -205,9 +214,10 @@ def miniature_table(result: dict) -> str:
                                           "looks: seeing − white, points [95 % CI]"] if looks else []) \
         + (["online success % [95 % CI]"] if online else [])
     lines = [f"| {' | '.join(heads)} |", "|---|" + "---:|" * (len(heads) - 1)]
-    rows = [(arm, arm, result[arm]) for arm in ARMS[:1]]
-    rows += [(WARM, WARM_LABEL, result[WARM_RESULT])] if result.get(WARM_RESULT) else []
-    rows += [(arm, arm, result[arm]) for arm in ARMS[1:]]
+    names = arm_names(result.get("settings"))
+    rows = [(arm, names[arm], result[arm]) for arm in ARMS[:1]]
+    rows += [(WARM, names[WARM], result[WARM_RESULT])] if result.get(WARM_RESULT) else []
+    rows += [(arm, names[arm], result[arm]) for arm in ARMS[1:]]
     for arm, label, figures in rows:
         click = arms.get(arm) or {}
         cells = [pct(figures["format_rate"]["mean"]),

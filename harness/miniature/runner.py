@@ -21,13 +21,24 @@ from .parallel import default_workers, pinned_threads, run_parallel
 from .report import WARM, aggregate, blind_arm, combine_seeds
 from .settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
 from .splits import prepared_data
-from .stages import STAGE_FILE, evaluate_stage, online_stage, policy_of, run_stage, seed_folder, train_stage
+from .stages import (
+    STAGE_FILE,
+    base_stage,
+    evaluate_stage,
+    online_stage,
+    policy_of,
+    run_stage,
+    seed_folder,
+    train_stage,
+)
 
 RESULT_FILE = "miniature.json"
 SETTINGS_FILE = "settings.json"
 #: How the `sft` arm's steps were reached (`SeedRun.sft_budget`), kept per seed so that a rerun under
 #: `fair="seconds"` trains the steps it resolved to, not those of its own timings.
 SFT_BUDGET_FILE = "sft_budget.json"
+#: With no warm start to time, a seconds-matched SFT arm's step bound is this many times its visits budget.
+_SECONDS_BOUND = 50
 #: Arms that are trained (each has a `<arm>_train` and a `<arm>_eval` stage); `random` is only scored.
 TRAINED: tuple[str, ...] = (WARM, "sft", "sft_grpo")
 _COMPUTE = ("steps", "prompt_visits", "completions", "train_runtime", "train_cpu_seconds", "seconds", "budget")
@@ -79,15 +90,21 @@ class SeedRun:
         return self.stages[name]
 
     def train(self, arm: str, method: str, *, steps: int, lr: float, scheduler: str,
-              start: tuple[str, str | None] | None = None, record: dict | None = None) -> dict:
+              start: tuple[str, str | None] | None = None, record: dict | None = None,
+              cpu_seconds: float | None = None) -> dict:
+        """Train `arm` into `<arm>_train` (`steps` 0: nothing is trained, the stage is the base itself);
+        `cpu_seconds`: stop once the training loop has used that many CPU seconds."""
         from gui_r1_lite.training.callbacks import TrainingProgress
 
         name, s = f"{arm}_train", self.settings
         folder, announce = self.folder / name, self.announce(name, steps=steps)
+        if steps == 0:
+            return self._run(name, lambda: base_stage(s), announce, record=record)
         callbacks = [*self.callbacks, TrainingProgress(announce["stage"])]
         return self._run(name, lambda: train_stage(
             s, folder, method=method, start=start, train_file=self.data["train"], steps=steps, lr=lr,
-            seed=self.seed, scheduler=scheduler, callbacks=callbacks), announce, fresh=True, record=record)
+            seed=self.seed, scheduler=scheduler, callbacks=callbacks, cpu_seconds=cpu_seconds), announce,
+            fresh=True, record=record)
 
     def evaluate(self, arm: str, blind: bool = False) -> dict:
         """Score `arm` on the held-out rows; `blind`: with every screenshot white, into `<arm>_blind_eval`."""
@@ -112,9 +129,10 @@ class SeedRun:
 
     def sft_budget(self) -> dict:
         """The `sft` arm's steps and how they were reached: its budget is as many prompt visits as the
-        `sft_grpo` arm ("visits"), or as many steps as fit in that arm's training time at the warm
-        start's measured speed ("seconds"); it trains `sft_extra_stop` of it. A "seconds" budget is kept
-        in `SFT_BUDGET_FILE` when first resolved and read from there on a rerun."""
+        `sft_grpo` arm ("visits"), or that arm's training-loop CPU seconds ("seconds": as many steps as fit
+        at the warm start's measured speed, or, with no warm start to time, the SFT run itself stops when
+        its CPU seconds reach the budget, `cpu_seconds`, `steps` being a bound); it trains `sft_extra_stop`
+        of it. A "seconds" budget is kept in `SFT_BUDGET_FILE` when first resolved and read from there on a rerun."""
         s = self.settings
         if s.fair == "visits":
             budget = math.ceil(s.extra_prompts / s.sft_batch)
@@ -123,6 +141,15 @@ class SeedRun:
         with contextlib.suppress(FileNotFoundError, ValueError):
             return read_json(path)
         warm, grpo = self.stages["warm_train"], self.stages["sft_grpo_train"]
+        if not warm["steps"]:
+            grpo_s = grpo.get("train_cpu_seconds") or grpo.get("train_runtime") or grpo["seconds"]
+            clock = "cpu" if grpo.get("train_cpu_seconds") else "wall"
+            # a bound far above what the seconds allow (an SFT step costs less than a GRPO step's sampling)
+            bound = _SECONDS_BOUND * math.ceil(s.extra_prompts / s.sft_batch)
+            record = {"fair": "seconds", "clock": clock, "grpo_seconds": grpo_s, "stop": s.sft_extra_stop,
+                      "cpu_seconds": round(grpo_s * s.sft_extra_stop, 3), "budget_steps": None, "steps": bound}
+            write_json_atomic(path, record)
+            return record
         # CPU seconds when both stages have them (independent of what else ran beside them), else wall
         clock = "cpu" if warm.get("train_cpu_seconds") and grpo.get("train_cpu_seconds") else "wall"
         key = "train_cpu_seconds" if clock == "cpu" else "train_runtime"
@@ -151,7 +178,7 @@ class SeedRun:
                        start=start)
             budget = self.sft_budget()
             self.train("sft", "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
-                       start=start, record={"budget": budget})
+                       start=start, record={"budget": budget}, cpu_seconds=budget.get("cpu_seconds"))
             for arm in ("sft", "sft_grpo", WARM):
                 self.evaluate(arm)
                 self.evaluate(arm, blind=True)
@@ -225,7 +252,7 @@ def run_record(settings: MiniatureSettings, train_data: str | os.PathLike, heldo
             raise FileNotFoundError(f"{path}: the miniature's {name.replace('_', ' ')} is not there")
         sources[name] = digest(path, cheap=True)
     if settings.base_model:
-        sources["base_model"] = source_identity(settings.base_model)
+        sources["base_model"] = source_identity(settings.base_path)
     return as_stored({"settings": settings.to_dict(), "train_data": str(train_data),
                       "heldout_data": str(heldout_data), "validate": validate, "sources": sources})
 

@@ -47,6 +47,24 @@ def select_rows(samples: Iterable, tasks: Sequence[str] | None = None,
             and (seeds is None or seeds[0] <= seed_of(s.id) <= seeds[1])]
 
 
+def best_blind_score(samples: Iterable) -> dict[str, float]:
+    """Per task, the share of its click rows (with a box) that a policy told the task and the step, but not
+    shown the screen, hits at best with one point per step: for each step the centre of one of that step's
+    target boxes, the one inside most of them (the rule `settings.SEEING_TASKS` was picked by)."""
+    from gui_r1_lite.geometry import point_in_box
+
+    steps: dict[str, dict[int, list]] = {}
+    for s in samples:
+        if s.gt_action == "click" and len(s.gt_bbox) == 4:
+            steps.setdefault(task_of(s.id), {}).setdefault(int(_match(s.id)["step"]), []).append(s.gt_bbox)
+    out = {}
+    for task, by_step in sorted(steps.items()):
+        hits = sum(max(sum(point_in_box(((x1 + x2) / 2, (y1 + y2) / 2), box, inclusive=True) for box in boxes)
+                       for x1, y1, x2, y2 in boxes) for boxes in by_step.values())
+        out[task] = hits / sum(len(boxes) for boxes in by_step.values())
+    return out
+
+
 def task_mix(samples: Iterable) -> dict[str, int]:
     """Rows per task, tasks in alphabetical order."""
     return dict(sorted(Counter(task_of(s.id) for s in samples).items()))

@@ -69,7 +69,7 @@ def train_config(settings: MiniatureSettings, folder: Path, *, method: str, star
     """The training configuration of one stage: `method` "sft" or "grpo" from `start` (a trained stage's
     `(model, adapter)`, or None for the settings' base_model or else a new tiny model built with `seed`), written to
     `folder`."""
-    model, init_adapter = start or (settings.base_model or "tiny", None)
+    model, init_adapter = start or (settings.base_path or "tiny", None)
     cfg: dict[str, Any] = dict(
         method=method, model=model, tiny=dict(settings.tiny), tiny_seed=seed, lora=settings.lora,
         train_vision=settings.train_vision, init_adapter=init_adapter, train_data=train_file,
@@ -115,15 +115,42 @@ def _cpu_clock():
     return CpuClock()
 
 
-def train_stage(settings: MiniatureSettings, folder: Path, *, callbacks: Sequence = (), **stage: Any) -> dict:
-    """Train one stage (`stage`: `train_config`'s keywords) and return what the run reports of it: steps,
+def _cpu_budget(seconds: float):
+    """A TrainerCallback that stops training at the first step end after `seconds` CPU seconds of this
+    process in the training loop: an SFT arm matched on a GRPO arm's training seconds."""
+    from transformers import TrainerCallback
+
+    class CpuBudget(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self._start = time.process_time()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.process_time() - self._start >= seconds:
+                control.should_training_stop = True
+
+    return CpuBudget()
+
+
+def base_stage(settings: MiniatureSettings) -> dict:
+    """The record of a stage that trains nothing: the start is `settings.base_model` itself (no warm start)."""
+    base = settings.base_path
+    return {"method": "none", "steps": 0, "adapter_dir": None if settings.lora else base, "base_model": base,
+            "prompt_visits": 0, "completions": 0, "train_runtime": 0.0, "train_cpu_seconds": 0.0,
+            "learning_rate": 0.0}
+
+
+def train_stage(settings: MiniatureSettings, folder: Path, *, callbacks: Sequence = (),
+                cpu_seconds: float | None = None, **stage: Any) -> dict:
+    """Train one stage (`stage`: `train_config`'s keywords; with `cpu_seconds`, it stops once the training loop
+    has used that many CPU seconds, `steps` being then a bound) and return what the run reports of it: steps,
     where the model is, prompt visits, sampled completions, wall and CPU seconds of the training loop,
     learning rate."""
     from gui_r1_lite.training import TrainConfig, train
 
     cfg = TrainConfig.from_dict(train_config(settings, folder, **stage), source=f"miniature stage {folder}")
     clock = _cpu_clock()
-    result = train(cfg, callbacks=[*callbacks, clock])
+    budget = [_cpu_budget(cpu_seconds)] if cpu_seconds is not None else []
+    result = train(cfg, callbacks=[*callbacks, clock, *budget])
     method, lr = stage["method"], stage["lr"]
     grpo = method == "grpo"
     prompts_per_step = settings.grpo_prompts_per_step if grpo else settings.sft_batch
