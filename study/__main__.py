@@ -34,6 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--results", metavar="DIR", help="then copy the result files, byte for byte, into DIR: the "
                     f"study's {STUDY_FILE}, study.md and each part's result file (make study: "
                     f"docs/results/study), the sweep's {EVIDENCE_FILE} (docs/results: the copy the settings cite)")
+    ap.add_argument("--no-all-tasks", action="store_true",
+                    help="with --study: leave out the secondary run on every task (recorded in study.json)")
     ap.add_argument("--report", action="store_true",
                     help="with --study: write OUT/study.md again from the finished study's files (nothing runs)")
     return ap
@@ -59,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         writable_folder(args.study, "--study")
         episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)
         study = run_study(args.study, parse_seeds(args.seeds, STUDY_SEEDS), workers=args.workers,
-                          online_episodes=episodes, train_data=args.train_data, heldout_data=args.heldout_data,
+                          online_episodes=episodes, all_tasks=not args.no_all_tasks, train_data=args.train_data,
+                          heldout_data=args.heldout_data,
                           **overrides)
         print(study_markdown(study, args.study))
         print(f"\nwrote {Path(args.study) / STUDY_FILE}")

@@ -78,7 +78,7 @@ def every_task(part: dict) -> bool:
 
 
 def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *, workers: int | None = None,
-              online_episodes: int = STUDY_ONLINE_EPISODES, **overrides: Any) -> dict:
+              online_episodes: int = STUDY_ONLINE_EPISODES, all_tasks: bool = True, **overrides: Any) -> dict:
     """Run the study into `out_dir` (a rerun continues it: every finished stage is kept) and write
     `study.json` and `study.md`.
 
@@ -87,6 +87,7 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
         seeds: at least five for the reported study.
         workers: seeds side by side (`run_miniature`).
         online_episodes: closed-loop episodes per task for each arm of `visits/` and `seconds/`.
+        all_tasks: run the secondary part on every task (False: recorded as not run, `all_tasks_skipped`).
         overrides: MiniatureSettings fields for every part (e.g. a smaller budget for a trial).
 
     Returns:
@@ -95,12 +96,15 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
     """
     out, seeds, t0 = Path(out_dir), [int(s) for s in seeds], time.perf_counter()
     base = f"python -m study --study {out} --seeds {','.join(map(str, seeds))}"
+    base += "" if all_tasks else " --no-all-tasks"
     main = {"online_episodes": online_episodes, **overrides}
     parts = {"visits": _part("visits", out, seeds, workers, {**main, "fair": "visits"})}
     shared = share_stages(out / "visits", out / "seconds", seeds)
     parts["seconds"] = _part("seconds", out, seeds, workers, {**main, **SECONDS_CHOSEN, "fair": "seconds"})
     if every_task(parts["visits"]):
         skipped = "the task mix is every task of the training file: the secondary run would be the main one"
+    elif not all_tasks:
+        skipped = "not run (--no-all-tasks): the secondary run on every task was left out of this study"
     else:
         skipped = None
         parts["all_tasks"] = _part("all_tasks", out, seeds, workers,

@@ -151,10 +151,49 @@ def about_runs(caption: str, rows: str) -> list[str]:
     return [row for row in rows.splitlines() if ABOUT_RUNS.search(row)]
 
 
+#: Statistics of one metric in a key path (`stats.arms.sft.click_accuracy.mean`): not the metric's name.
+_STATISTICS = {"mean", "std", "per_seed", "ci95"}
+#: Two keys of one metric: an evaluation's `grounding.overall` is what the miniature calls `click_accuracy`.
+_SAME_METRIC = {"grounding.overall": "click_accuracy"}
+
+
+def metric_of(expr: str) -> str:
+    """The metric a figure's key path reads, without the arm and the statistic:
+    `stats.arms.sft.click_accuracy.ci95[0]` -> `click_accuracy`, `action.grounding` -> `action.grounding`."""
+    parts = [p for p in re.findall(r"[^.\[\]]+", re.split(r" [+-] ", expr.strip())[0]) if not p.isdigit()]
+    while len(parts) > 1 and parts[-1] in _STATISTICS:
+        parts.pop()
+    name = ".".join(parts[-2:]) if parts[-1] in ("overall", "grounding") and len(parts) > 1 else parts[-1]
+    name = name.removeprefix("mean_")  # a mean over seeds (`mean_click_accuracy`) of the same metric
+    return _SAME_METRIC.get(name, name)
+
+
+def _units(block: str) -> Iterator[str]:
+    """A block's table rows one by one and its prose sentence by sentence: what one comparison is made in."""
+    for line in block.split("\n"):
+        if line.lstrip().startswith("|"):
+            yield line
+    prose = " ".join(line for line in block.split("\n") if not line.lstrip().startswith("|"))
+    yield from re.split(r"(?<=[.;])\s+(?=[A-Z*(\[])", prose)
+
+
+def mixed_metrics(text: str, where: str) -> Iterator[str]:
+    """A problem for each table row or sentence whose sourced click-accuracy figures (percentages) cite
+    different metrics: a lenient grounding rule beside the strict one compares two different things."""
+    text = re.sub(r"`[^`\n]*`", "``", text)
+    for first, block in blocks(text):
+        for unit in _units(block):
+            cited = [(m["figure"], metric_of(m["expr"])) for m in SOURCE.finditer(unit) if m["fmt"] == "%"]
+            clicks = [(f, k) for f, k in cited if "accuracy" in k or "grounding" in k]
+            if len({k for _, k in clicks}) > 1:
+                listed = ", ".join(f"{f} ({k})" for f, k in clicks)
+                yield f"{where}:{first}: figures compared in one sentence or row cite different metrics: {listed}"
+
+
 def problems(path: Path, root: Path = ROOT) -> list[str]:
     text = path.read_text(encoding="utf-8")
     where = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-    return [*sourced(text, where, root), *unsourced(text, where)]
+    return [*sourced(text, where, root), *unsourced(text, where), *mixed_metrics(text, where)]
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -190,6 +229,28 @@ def test_the_check_fails_on_a_wrong_a_missing_and_an_unsourced_figure(tmp_path):
     assert [p.split(": ", 1)[1] for p in problems(doc, tmp_path)] == [
         "'50.4 %' about a run, with no source (<!-- from FILE: KEY -->)",
         "'62.3 min' about a run, with no source (<!-- from FILE: KEY -->)"]
+
+
+def test_figures_compared_in_one_sentence_or_row_must_cite_one_metric(tmp_path):
+    """The base quoted by the original's lenient grounding rule (`action.grounding`) beside arms scored by
+    the strict one (`click_accuracy`, an evaluation's `grounding.overall`) is refused; each alone is fine."""
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    (tmp_path / "docs" / "results" / "m.json").write_text(json.dumps(
+        {"action": {"grounding": 0.443}, "grounding": {"overall": 0.414},
+         "arms": {"sft": {"click_accuracy": {"mean": 0.383}}}, "format_rate": 1.0}))
+    doc = tmp_path / "doc.md"
+    arm = "38.3<!-- from docs/results/m.json: arms.sft.click_accuracy.mean | % --> %"
+    lenient = "44.3<!-- from docs/results/m.json: action.grounding | % --> %"
+    strict = "41.4<!-- from docs/results/m.json: grounding.overall | % --> %"
+    doc.write_text(f"SFT scores {arm}, below the base ({lenient}). Format {arm[:0]}100.0<!-- from "
+                   "docs/results/m.json: format_rate | % --> %.\n")
+    assert [p.split(": ", 1)[1] for p in problems(doc, tmp_path)] == [
+        "figures compared in one sentence or row cite different metrics: 38.3 (click_accuracy), 44.3 (action.grounding)"]
+    doc.write_text(f"SFT scores {arm}, below the base ({strict}).\n\nThe base's lenient score: {lenient}.\n")
+    assert problems(doc, tmp_path) == []
+    doc.write_text(f"| arm | seeing | base |\n|---|---|---|\n| sft | {arm} | {lenient} |\n")
+    assert len(problems(doc, tmp_path)) == 1
+    assert metric_of("stats.gain.click_accuracy.ci95[0]") == metric_of("grounding.overall") == "click_accuracy"
 
 
 def test_a_table_s_rows_are_read_under_their_caption_and_settings_are_no_figures(tmp_path):
