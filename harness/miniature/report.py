@@ -184,8 +184,11 @@ def online_statistics(online: Mapping[Any, Mapping[str, Mapping]], n_boot: int =
 
 
 def arm_results(result: dict) -> dict:
-    """The arms' metrics and `looks`, as `summary.json` reports them under "miniature"."""
+    """The arms' metrics (with the arms' start, `warm_start`: the base itself when nothing was trained before
+    the arms) and `looks`, as `summary.json` reports them under "miniature"."""
     out = {arm: result[arm] for arm in ARMS}
+    if result.get(WARM_RESULT):
+        out[WARM_RESULT] = result[WARM_RESULT]
     if result.get("looks"):
         out["looks"] = result["looks"]
     return out
