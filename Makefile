@@ -1,9 +1,10 @@
-# Two front doors: `make run` (the main job) and `make test`. Both set up .venv first.
+# Two front doors: `make run` (the main job) and `make test` (the fast tier: every test but the `slow` ones,
+# minutes); `make test-all` runs the whole suite, as .ci/run does. All set up .venv first.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint setup capture-deps clean study study-generated notebooks
+.PHONY: run test test-all lint setup capture-deps clean study study-generated notebooks
 
 $(BIN)/.installed: requirements.txt pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -45,8 +46,12 @@ study-generated: setup
 notebooks: setup
 	$(BIN)/python scripts/executed_notebooks.py $(ARGS)
 
+# the slowest tests of the run are listed at its end (--durations): what to mark `slow` when the fast tier grows
 test: setup
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest -m "not slow" --durations=15 $(ARGS)
+
+test-all: setup
+	$(BIN)/python -m pytest --durations=25 $(ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

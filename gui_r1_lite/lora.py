@@ -4,7 +4,9 @@ training and the merge read the settings without loading anything."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -102,6 +104,43 @@ def set_vision_trainable(model, trainable: bool) -> None:
     """Freeze (or unfreeze) every parameter of the vision tower."""
     for p in vision_tower(model).parameters():
         p.requires_grad_(trainable)
+
+
+def settle_peft_torchao() -> str | None:
+    """Let PEFT work beside a torchao too old for it, as Colab's 0.10 beside peft 0.20.
+
+    peft >= 0.19 asks whether torchao is available for every layer LoRA wraps that no earlier
+    dispatcher claimed (any layer not in 4-bit: the whole tiny model, `quantization: null`, the
+    vision tower under `train_vision`, a merge), and answers an old torchao with an ImportError
+    instead of "no". Nothing here quantises with torchao, and PEFT cannot use an old one anyway,
+    so PEFT is given the answer it gives when torchao is absent: torchao is hidden for one call of
+    PEFT's own check, which PEFT caches for the process; torchao itself stays importable.
+    Returns the torchao version it hid from PEFT, else None (no torchao, or one PEFT accepts)."""
+    if importlib.util.find_spec("torchao") is None:
+        return None
+    from peft.import_utils import is_torchao_available
+
+    try:
+        is_torchao_available()
+        return None
+    except ImportError:  # PEFT's own verdict: this torchao is below its floor
+        pass
+    from importlib.metadata import version
+
+    loaded = sys.modules.get("torchao")
+    sys.modules["torchao"] = None  # importlib.util.find_spec now answers None, as without torchao
+    try:
+        is_torchao_available()  # False, kept by PEFT's cache for every later dispatch and merge
+    finally:
+        if loaded is None:
+            del sys.modules["torchao"]
+        else:
+            sys.modules["torchao"] = loaded
+    try:
+        is_torchao_available()
+    except ImportError:  # a PEFT that does not cache its answer: torchao stays hidden in this process
+        sys.modules["torchao"] = None
+    return version("torchao")
 
 
 def resolve_lora(lora) -> LoraSettings | None:

@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 from .errors import UsageError
 from .geometry import GUI_R1_MAX_PIXELS, GUI_R1_MIN_PIXELS
 from .hub import hub_offline, hub_reachable, is_hub_id
-from .lora import LoraSettings, lora_targets, resolve_lora, set_vision_trainable, vision_tower
+from .lora import LoraSettings, lora_targets, resolve_lora, set_vision_trainable, settle_peft_torchao, vision_tower
 
 logger = logging.getLogger(__name__)
 
@@ -281,6 +281,9 @@ def load_policy(model_id_or_dir: str | os.PathLike, quantization: Quantization |
     qconfig = quantization_config(quantization, dev, torch_dtype if dev.type == "cuda" else None)
     source = _check_source(model_id_or_dir)
 
+    hidden = settle_peft_torchao()  # before PEFT wraps or merges anything in this process
+    if hidden:
+        logger.info("torchao %s is older than this peft accepts; LoRA goes on without it (unused here)", hidden)
     cache_only = _cache_only(source)  # one probe for the processor and the weights
     processor = _load_processor(source, min_pixels, max_pixels, cache_only)
     model = _from_pretrained(AutoModelForImageTextToText, source, cache_only,

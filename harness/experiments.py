@@ -22,6 +22,7 @@ from .miniature import MiniatureSettings, arm_results, run_miniature
 from .miniature.parallel import default_workers
 from .miniature.report import arm_names
 from .miniature.runner import online_missing
+from .miniature.stages import STAGE_FILE
 
 EXPERIMENTS = ("miniature", "recipe")
 #: What the pipeline's summary keeps of the miniature besides its arms, in notebook 04's result (the
@@ -145,19 +146,35 @@ def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int
     return _run_recipe(exp, callbacks, samples_shown)
 
 
-def follow_first_seed(live, seed_dir: Path) -> Callable[[], None]:
-    """A `watch` for `run_miniature`: redraw `live` from the training log of the stage the seed in
-    `seed_dir` is training, at most every `live.every` seconds."""
-    last = [float("-inf")]
+def follow_first_seed(live, seed_dir: Path) -> Callable[..., None]:
+    """A `watch` for `run_miniature`: redraw `live` (a `viz.LiveCurves`) from the training log of the
+    stage the seed in `seed_dir` is training, at most every `live.every` seconds.
 
-    def watch() -> None:
-        if time.monotonic() - last[0] < live.every:
-            return
+    The stage training is the one whose log has no `stage.json` beside it yet (GRPO and SFT alike; several:
+    the one that logged last); between stages, the stage that logged last. When the seed moves on, the stage
+    it left is drawn once more as it ended, then the next one (which `LiveCurves` draws in a figure of its
+    own, so the stage left stays on the page); `watch(final=True)`, once the seeds are done, draws the last
+    stage as it ended."""
+    last = [float("-inf")]
+    shown: list[Path | None] = [None]
+
+    def training() -> Path | None:
+        logs = [(p.stat().st_mtime, p) for p in seed_dir.glob("*_train/metrics.jsonl")]
+        running = [x for x in logs if not (x[1].parent / STAGE_FILE).exists()]
+        return max(running or logs, default=(0.0, None))[1]
+
+    def watch(final: bool = False) -> None:
         with contextlib.suppress(OSError):  # a log replaced while it is read: the next call draws it
-            logs = sorted(seed_dir.glob("*_train/metrics.jsonl"), key=lambda p: p.stat().st_mtime)
-            if logs:
-                live.draw(logs[-1])
-                last[0] = time.monotonic()
+            log, before = training(), shown[0]
+            if log is None:
+                return
+            moved = before is not None and log != before
+            if not (final or moved) and time.monotonic() - last[0] < live.every:
+                return
+            if moved and (before.parent / STAGE_FILE).exists():
+                live.draw(before)  # the stage it left, as that stage ended
+            live.draw(log)
+            shown[0], last[0] = log, time.monotonic()
 
     return watch
 
@@ -167,6 +184,8 @@ def _run_miniature(exp: Experiment, callbacks: Sequence, live) -> TrainingRun:
     watch = follow_first_seed(live, exp.miniature_dir / f"seed{exp.seeds[0]}") if live and side_by_side else None
     study = run_miniature(exp.miniature_dir, exp.seeds, settings=exp.settings, workers=exp.workers,
                           callbacks=() if side_by_side else list(callbacks), watch=watch)
+    if watch is not None:
+        watch(final=True)  # the last stage as it ended: the seeds' last watch came up to a poll before
     seed = str(exp.seeds[0])
     predictions, models = study["predictions"][seed], study["models"][seed]
     names = arm_names(study.get("settings"))

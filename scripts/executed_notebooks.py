@@ -7,14 +7,18 @@ committed without outputs; these pages are the run's record.
     python scripts/executed_notebooks.py --run runs/X     # converts a finished cpu-mini run instead
 
 `SOURCES.json` beside the pages holds a hash of each notebook's code cells as it ran;
-`tests/test_executed_notebooks.py` fails when a notebook in `notebooks/` has changed since (a stale page).
+`tests/test_executed_notebooks.py` fails when a notebook in `notebooks/` has changed since (a stale page), and
+when a cell that draws a figure (`figure_cells`) shows none on its page. A notebook whose such cell has no
+image output is refused here.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -30,6 +34,18 @@ HASHES = "SOURCES.json"
 RUN = "RUN.json"
 
 
+#: `gui_r1_lite.viz`'s functions that draw a matplotlib figure (or, given `ax`, into one): a cell that calls one
+#: shows a picture. `VIZ_OTHERS` are the rest (a PIL image, a widget, numbers); every name `viz` exports is in one.
+VIZ_FIGURES = frozenset({"LiveCurves", "before_after", "episode_strip", "gallery", "grid", "miniature_bars",
+                         "prediction_card", "reward_map", "stage_counts", "training_curves"})
+VIZ_OTHERS = frozenset({"PredictionBrowser", "add_legend", "answer_repeats", "blind_score", "browse", "card_title",
+                        "describe", "draw_step", "legend_handles", "live_keys", "numeric_keys", "prediction_image",
+                        "read_log", "readable_points", "record_task", "run_method", "save_figure_atomic",
+                        "series_keys", "shown_point", "step_records", "thinking_text"})
+#: pyplot's calls that make or show a figure.
+PYPLOT_FIGURES = frozenset({"figure", "subplots", "subplot_mosaic", "subplot", "show"})
+
+
 def code_cells(nb: nbformat.NotebookNode) -> list[str]:
     """The code a notebook runs, without the cell papermill injects for the parameters."""
     return [c.source for c in nb.cells
@@ -38,6 +54,93 @@ def code_cells(nb: nbformat.NotebookNode) -> list[str]:
 
 def code_hash(nb: nbformat.NotebookNode) -> str:
     return hashlib.sha256(json.dumps(code_cells(nb)).encode()).hexdigest()
+
+
+def _is_parameters(cell) -> bool:
+    return "injected-parameters" in cell.metadata.get("tags", [])
+
+
+def _tree(source: str, where: str) -> ast.Module:
+    """A cell's code, its IPython magics and shell lines left out."""
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    try:
+        return ast.parse(code)
+    except SyntaxError as exc:
+        raise SystemExit(f"{where}: not Python ({exc.msg}, line {exc.lineno}); cannot tell whether it draws") from None
+
+
+def figure_cells(nb: nbformat.NotebookNode, name: str = "notebook") -> list[int]:
+    """The code cells (indices into `nb.cells`) that draw a figure: that call one of `VIZ_FIGURES`
+    (`viz.gallery(...)`, or the function imported from `gui_r1_lite.viz`) or pyplot's `PYPLOT_FIGURES`
+    (`plt.subplots(...)`), anywhere in the cell, a branch included, with the names the notebook has
+    imported them under by then. The main job runs every such branch on `cpu-mini`."""
+    viz, plt, functions = set(), set(), set()
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or _is_parameters(cell):
+            continue
+        nodes = list(ast.walk(_tree(cell.source, f"{name} cell {i}")))
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "matplotlib.pyplot" and a.asname:
+                        plt.add(a.asname)
+                    elif a.name == "gui_r1_lite.viz" and a.asname:
+                        viz.add(a.asname)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for a in node.names:
+                    if (node.module, a.name) in (("matplotlib", "pyplot"), ("gui_r1_lite", "viz")):
+                        (plt if a.name == "pyplot" else viz).add(a.asname or a.name)
+                    elif node.module.startswith("gui_r1_lite.viz") and a.name in VIZ_FIGURES:
+                        functions.add(a.asname or a.name)
+
+        def draws(call: ast.Call) -> bool:
+            f = call.func
+            if isinstance(f, ast.Name):
+                return f.id in functions
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                return ((f.value.id in viz and f.attr in VIZ_FIGURES)
+                        or (f.value.id in plt and f.attr in PYPLOT_FIGURES))
+            return False
+
+        if any(isinstance(node, ast.Call) and draws(node) for node in nodes):
+            cells.append(i)
+    return cells
+
+
+def cell_name(nb: nbformat.NotebookNode, i: int) -> str:
+    """`cell 12 (`fig = viz.grid(...)`)`: a cell's index in the notebook and its first line of code."""
+    first = next((line for line in nb.cells[i].source.splitlines() if line.strip() and not line.startswith("#")), "")
+    return f"cell {i} (`{first.strip()[:70]}`)"
+
+
+def missing_figures(nb: nbformat.NotebookNode, name: str = "notebook") -> list[str]:
+    """The cells of an executed notebook that draw a figure (`figure_cells`) but have no image among their
+    outputs, each named (`cell_name`)."""
+    return [cell_name(nb, i) for i in figure_cells(nb, name)
+            if not any(k.startswith("image/") for o in nb.cells[i].get("outputs", []) for k in o.get("data", {}))]
+
+
+def page_images(page: str, nb: nbformat.NotebookNode, stem: str) -> dict[int, list[str] | None]:
+    """For each code cell of `nb` (a notebook in `notebooks/`, by its index in `nb.cells`), the figures its
+    Markdown page shows under the cell's code: the `<stem>_files/...` images between that code and the next
+    cell's; None for a cell whose code the page does not hold (a stale page)."""
+    out: dict[int, list[str] | None] = {}
+    pos = 0
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or _is_parameters(cell):
+            continue
+        fence = f"```python\n{cell.source}\n```\n"
+        at = page.find(fence, pos)
+        if at < 0:
+            out[i] = None
+            continue
+        start = at + len(fence)
+        end = page.find("\n```python\n", start)
+        shown = page[start:end if end >= 0 else None]  # the cell's outputs
+        out[i] = re.findall(rf"!\[[^\]]*\]\(({re.escape(stem)}_files/[^)\s]+)\)", shown)
+        pos = start
+    return out
 
 
 def export(path: Path, run_dir: Path, dest: Path) -> Path:
@@ -50,6 +153,9 @@ def export(path: Path, run_dir: Path, dest: Path) -> Path:
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         if cell.execution_count is None or any(o.get("output_type") == "error" for o in cell.get("outputs", [])):
             raise SystemExit(f"{path}: code cell {i} did not run cleanly; not a finished run")
+    missing = missing_figures(nb, str(path))
+    if missing:
+        raise SystemExit(f"{path}: {', '.join(missing)} drew a figure but shows none; a page would lack it")
     body, resources = MarkdownExporter().from_notebook_node(nb, resources={"output_files_dir": f"{path.stem}_files"})
     body = body.replace(str(run_dir.resolve()), f"runs/{run_dir.name}").replace(str(REPO) + "/", "")
     shutil.rmtree(dest / f"{path.stem}_files", ignore_errors=True)

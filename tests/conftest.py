@@ -90,7 +90,15 @@ def _has_cuda() -> bool:
     return torch.cuda.is_available()
 
 
+#: Fixtures that run a whole miniature (minutes): a test using one is `slow`, left out of `make test`.
+SLOW_FIXTURES = frozenset({"tiny_run"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     checks = {
         "gpu": (_has_cuda, "needs a CUDA device"),
         "browser": (lambda: shutil.which("chromium") is not None and importlib.util.find_spec("playwright") is not None,

@@ -115,6 +115,7 @@ def test_run_config_forces_full_length_and_keeps_the_recipe(bench, tmp_path):
     assert cfg.trainer_args().generation_kwargs["min_new_tokens"] == 1024
 
 
+@pytest.mark.slow  # tiny_results: the benchmark's run of every GPU recipe, in a process of its own
 def test_tiny_runs_every_gpu_recipe_and_records_it(tiny_results):
     from gui_r1_lite.training.config import read_recipe
 
@@ -143,6 +144,7 @@ def test_tiny_runs_every_gpu_recipe_and_records_it(tiny_results):
             assert lengths["min"] == lengths["max"] == lengths["expected"] == length
 
 
+@pytest.mark.slow  # tiny_results: the benchmark's run of every GPU recipe, in a process of its own
 def test_summary_has_a_row_per_run(tiny_results):
     out, results, _ = tiny_results
     proc = subprocess.run([sys.executable, str(BENCH), "--summarize", "--out", str(out)], capture_output=True,
@@ -194,6 +196,7 @@ def test_gpu_check_without_its_wheels_stops_after_the_inventory(tmp_path, wheels
     assert inventory[0].startswith("python ") and f"torch=={md.version('torch')}" in inventory
 
 
+@pytest.mark.slow  # the whole check in CPU mode: imports, its GPU tests, a GRPO and an SFT run
 def test_gpu_check_on_the_cpu_reports_a_stopped_part_and_goes_on(tmp_path):
     # the check's CPU mode in this environment (everything installed: an empty wheel manifest), GRPO given too
     # little time: it is stopped by its limit, its JSON stays, SFT still runs, and the check passes
@@ -405,6 +408,7 @@ def _distributions(modules) -> set[str]:
     return {_norm(d) for m in modules for d in mapping.get(m.split(".")[0], [])}
 
 
+@pytest.mark.slow  # tiny_results: the benchmark's run of every GPU recipe, in a process of its own
 def test_every_import_of_the_gpu_path_is_on_the_image_or_travels(tiny_results):
     _, _, loaded = tiny_results
     used = _distributions(loaded) - OPTIONAL
@@ -415,6 +419,7 @@ def test_every_import_of_the_gpu_path_is_on_the_image_or_travels(tiny_results):
     assert not missing, f"imported by the GPU path, neither on the image nor in wheels/: {sorted(missing)}"
 
 
+@pytest.mark.slow  # tiny_results: the benchmark's run of every GPU recipe, in a process of its own
 def test_the_check_imports_what_the_path_imports(tiny_results):
     _, _, loaded = tiny_results
     checked = _bash_array(ROOT / "scripts" / "gpu_check.sh", "IMPORTS")

@@ -1,5 +1,6 @@
 """CI loses no coverage silently: the skip check in tests/conftest.py fails a session on any skip
-but the CUDA-only ones, and .ci/run turns it on and stops on a failed install."""
+but the CUDA-only ones, and .ci/run turns it on and stops on a failed install; `make test` is the fast
+tier (no `slow` test) and CI runs `make test-all`, the whole suite, failing when pytest collects nothing."""
 
 from __future__ import annotations
 
@@ -79,6 +80,44 @@ def test_ci_turns_the_check_on_and_stops_on_a_failed_install():
     assert "GUI_R1_LITE_NO_SKIPS=1" in ci
     install = next(line for line in ci.splitlines() if "install_capture_deps.sh" in line and "bash" in line)
     assert "||" not in install and "set -euo pipefail" in ci
+
+
+def make_recipe(target: str) -> list[str]:
+    """The command lines of a Makefile target."""
+    lines = (ROOT / "Makefile").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split(":")[0] == target and ":" in line)
+    recipe = []
+    for line in lines[start + 1:]:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip())
+    return recipe
+
+
+def test_make_test_is_the_fast_tier_and_make_test_all_the_whole_suite():
+    test, test_all = make_recipe("test"), make_recipe("test-all")
+    assert len(test) == len(test_all) == 1, (test, test_all)
+    assert '-m pytest -m "not slow"' in test[0] and test[0].endswith("$(ARGS)")
+    assert "-m pytest" in test_all[0] and "slow" not in test_all[0] and " -m " not in test_all[0].split("pytest", 1)[1]
+    assert "test-all" in next(line for line in (ROOT / "Makefile").read_text().splitlines() if line.startswith(".PHONY"))
+    markers = (ROOT / "pyproject.toml").read_text()
+    assert '"slow: ' in markers and "`make test-all`" in markers
+
+
+def test_ci_runs_the_whole_suite_and_fails_when_nothing_is_collected(tmp_path):
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "make test-all" in ci and "make test" not in ci
+    # the lines from `make test-all` on, with a stand-in `make` that exits as pytest would
+    tail = ci[ci.index("make test-all") - 1:]
+    (tmp_path / "make").write_text('#!/bin/sh\necho "make $*"\nexit "$PYTEST_RC"\n')
+    (tmp_path / "make").chmod(0o755)
+    (tmp_path / "tail.sh").write_text("set -euo pipefail\n" + "\n".join(tail) + "\n")
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    for pytest_rc, ci_rc in (("0", 0), ("1", 1), ("5", 1)):
+        done = subprocess.run(["bash", str(tmp_path / "tail.sh")], capture_output=True, text=True, timeout=60,
+                              env={**env, "PYTEST_RC": pytest_rc})
+        assert done.returncode == ci_rc and "make test-all" in done.stdout, (pytest_rc, done.stdout, done.stderr)
+        assert ("pytest collected no tests" in done.stdout) == (pytest_rc == "5")
 
 
 def test_the_closed_loop_packages_are_in_requirements_at_the_capture_scripts_pins():

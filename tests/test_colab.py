@@ -2,7 +2,8 @@
 address as the badges do; it clones the project and runs scripts/colab.py, which does the rest. The cell
 stops with a clear message when the clone or the install fails, restarts once when the install replaced a
 loaded package and is a no-op after that; and, in a venv pinned like Colab's runtime, it installs only what
-Colab lacks and notebooks 02 and 03 run."""
+Colab lacks, notebooks 02 and 03 run, the prediction browser works, and the cpu-mini profile loads a LoRA
+policy and takes one GRPO step (beside Colab's torchao 0.10)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("0*.ipynb"))
 COLAB_PYTHON = "3.13"
 COLAB_RUNTIME = ["torch==2.11.0", "torchvision==0.26.0", "transformers==5.15.0", "peft==0.20.0", "accelerate==1.14.0",
                  "datasets==4.0.0", "pandas==2.2.3", "pillow==11.3.0", "pyarrow==18.1.0", "matplotlib==3.10.0",
-                 "ipykernel==6.17.1", "jupyter-client==7.4.9", "notebook==6.5.7", "ipywidgets==7.7.1"]
+                 "ipykernel==6.17.1", "jupyter-client==7.4.9", "notebook==6.5.7", "ipywidgets==7.7.1",
+                 # older than peft 0.20 accepts: PEFT raises for every layer it wraps unless load_policy settles it
+                 "torchao==0.10.0"]
 # The only Colab packages requirements-colab.txt may replace (trl 1.16 needs both newer).
 REPLACED = {"datasets", "pyarrow"}
 
@@ -166,8 +169,9 @@ def kernelspec(jupyter_path: Path, python: str) -> str:
 
 @pytest.mark.slow
 def test_colab_install_keeps_colabs_runtime_and_runs_notebooks_02_and_03(tmp_path):
-    """About 2 min 45 s on 2 cores with uv's cache warm (the stand-in venv then takes ~6 s); a cold cache
-    adds about a minute to download Colab's pins (~3.5 GB, torch's CUDA libraries included)."""
+    """About 2 min 45 s on 2 cores with uv's cache warm (the stand-in venv then takes ~6 s) before the LoRA
+    load and the GRPO step were added; with them, 4 min 9 s on 2 cores that were busy with other work. A
+    cold cache adds about a minute to download Colab's pins (~3.5 GB, torch's CUDA libraries included)."""
     python = colab_venv(tmp_path / "colab")
     version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"], check=True,
                              capture_output=True, text=True).stdout.strip()
@@ -206,6 +210,12 @@ def test_colab_install_keeps_colabs_runtime_and_runs_notebooks_02_and_03(tmp_pat
     assert widgets.returncode == 0, widgets.stderr[-3000:]
     assert widgets.stdout.split() == ["7.7.1", "ok"]
 
+    trained = subprocess.run([python, "-c", TRAIN_CHECK, str(tmp_path / "train")], capture_output=True, text=True,
+                             cwd=home, timeout=600, env=env)
+    assert trained.returncode == 0, trained.stderr[-3000:]
+    # the last line (TRL prints its logs above it)
+    assert trained.stdout.split()[-3:] == [runtime["torchao"], runtime["peft"], "ok"], trained.stdout[-3000:]
+
 
 # The prediction browser with Colab's ipywidgets 7 on baseline predictions: builds, steps, filters.
 WIDGET_CHECK = """
@@ -224,4 +234,28 @@ assert b.current["id"] == recs[1]["id"]
 b.outcome.value = "miss"
 assert [recs[i]["id"] for i in b.filtered] == [r["id"] for r in recs if not record_outcome(r)["hit"]]
 print(ipywidgets.__version__, "ok")
+"""
+
+# Colab's peft with its torchao 0.10: the cpu-mini profile's policy with a new LoRA adapter (no
+# quantisation), then one step of its GRPO recipe on data_samples/ (this loads LoRA again, in TRL's run).
+TRAIN_CHECK = """
+import sys
+from importlib.metadata import version
+from peft.tuners.lora import LoraLayer
+from gui_r1_lite.modeling import load_policy
+from gui_r1_lite.profiles import get_profile
+from gui_r1_lite.tiny import build_tiny_model
+from gui_r1_lite.training import TrainConfig, read_metrics, train
+out = sys.argv[1]
+profile = get_profile("cpu-mini")
+base = str(build_tiny_model(out + "/base", seed=0))
+policy = load_policy(base, profile.quantization, lora=True, device="cpu", min_pixels=profile.min_pixels,
+                     max_pixels=profile.max_pixels)
+assert any(isinstance(m, LoraLayer) for m in policy.model.modules())
+cfg = TrainConfig.from_yaml(profile.grpo_recipe, model=base, max_steps=1, logging_steps=1, save_steps=100,
+                            output_dir=out + "/run")
+result = train(cfg)
+assert result.global_step == 1, result.global_step
+assert [r["step"] for r in read_metrics(result.metrics_path) if "loss" in r] == [1]
+print(version("torchao"), version("peft"), "ok")
 """

@@ -45,3 +45,82 @@ def test_the_pages_say_which_run_they_show():
         s.stem for s in SOURCES}
     assert re.fullmatch(r"matches make_run_reference(\.[a-z0-9-]+)?\.json to the digit \(\d+ per-seed figures\)",
                         run["reference_check"]), run["reference_check"]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_every_cell_that_draws_a_figure_shows_it_on_its_page(source):
+    """Each code cell of the notebook that draws a figure (`figure_cells`: a `viz` drawing function, or
+    pyplot's `subplots`/`figure`/`show`) has an image under its code on the executed page."""
+    nb = nbformat.read(source, as_version=4)
+    page = EXECUTED / f"{source.stem}.md"
+    shown = pages.page_images(page.read_text(encoding="utf-8"), nb, source.stem)
+    cells = pages.figure_cells(nb, source.name)
+    absent = [pages.cell_name(nb, i) for i in cells if shown[i] is None]
+    blank = [pages.cell_name(nb, i) for i in cells if shown[i] == []]
+    assert not absent and not blank, "; ".join(
+        ([f"{page.name} shows no figure under notebooks/{source.name} {', '.join(blank)}"] if blank else [])
+        + ([f"{page.name} lacks the code of {', '.join(absent)} (stale)"] if absent else [])
+        + [f"{len(cells) - len(blank) - len(absent)} of {len(cells)} figures shown; "
+           "run python scripts/executed_notebooks.py"])
+
+
+def test_every_viz_function_is_known_to_draw_a_figure_or_not():
+    """A drawing function added to `gui_r1_lite.viz` must be placed, so the rule above sees its cells."""
+    from gui_r1_lite import viz
+
+    public = {n for n in viz.__all__ if not n.isupper()}
+    assert public == pages.VIZ_FIGURES | pages.VIZ_OTHERS and not pages.VIZ_FIGURES & pages.VIZ_OTHERS, (
+        sorted(public ^ (pages.VIZ_FIGURES | pages.VIZ_OTHERS)))
+
+
+def _notebook(*sources: str, parameters: bool = False) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# a lesson\n![a picture](picture.png)")]
+    nb.cells += [nbformat.v4.new_code_cell(s) for s in sources]
+    if parameters:
+        p = nbformat.v4.new_code_cell('profile = "cpu-mini"')
+        p.metadata["tags"] = ["injected-parameters"]
+        nb.cells.insert(2, p)
+    return nb
+
+
+def test_the_figure_rule_finds_each_way_a_cell_draws():
+    nb = _notebook(
+        "from gui_r1_lite import viz\nimport matplotlib.pyplot as plt",    # 1: imports only
+        "fig = viz.gallery(records, samples)",                             # 2
+        "if study:\n    fig, ax = plt.subplots()",                         # 3: in a branch
+        "from gui_r1_lite.viz import grid as g, draw_step\nim = draw_step(x)",  # 4: a PIL image, no figure
+        "fig = g([im])",                                                   # 5: imported under another name
+        "%matplotlib inline\nviz.browse(records, samples)",                # 6: a widget
+        "from matplotlib import pyplot\npyplot.show()",                    # 7
+        "live = viz.LiveCurves()\ntrain(callbacks=[live.callback()])",     # 8
+        "print(viz.numeric_keys(log))",                                    # 9
+    )
+    assert pages.figure_cells(nb) == [2, 3, 5, 7, 8]
+
+
+def test_a_page_s_images_are_told_apart_by_cell():
+    first = "from gui_r1_lite import viz\nfig = viz.gallery(a, b)"
+    nb = _notebook(first, "x = 1", "fig = viz.gallery(c, d)", "x = 1", parameters=True)
+    page = (f"# a lesson\n![a picture](picture.png)\n\n```python\n{first}\n```\n\n"
+            "```python\n# Parameters\nprofile = \"cpu-mini\"\n```\n\n"
+            "```python\nx = 1\n```\n\n    \n![png](n_files/output_3_0.png)\n    \n\n"
+            "```python\nfig = viz.gallery(c, d)\n```\n\n```python\nx = 1\n```\n")
+    shown = pages.page_images(page, nb, "n")
+    # the figure under the second cell is that cell's, not the gallery's above it; the markdown's picture is no output
+    assert shown == {1: [], 3: ["n_files/output_3_0.png"], 4: [], 5: []}
+    assert pages.page_images(page.replace("gallery(c, d)", "gallery(e)"), nb, "n")[4] is None  # not on the page
+    assert [pages.cell_name(nb, i) for i in pages.figure_cells(nb)] == ["cell 1 (`from gui_r1_lite import viz`)",
+                                                                         "cell 4 (`fig = viz.gallery(c, d)`)"]
+
+
+def test_a_notebook_whose_figure_cell_shows_nothing_is_refused(tmp_path):
+    nb = _notebook("from gui_r1_lite import viz", "fig = viz.stage_counts(stages)")
+    for n, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        cell.execution_count = n + 1
+    nbformat.write(nb, tmp_path / "01_x.ipynb")
+    with pytest.raises(SystemExit, match=r"cell 2 \(`fig = viz.stage_counts\(stages\)`\) drew a figure but shows none"):
+        pages.export(tmp_path / "01_x.ipynb", tmp_path, tmp_path)
+    nb.cells[2].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
+                                                                         "text/plain": "<Figure>"})]
+    assert pages.missing_figures(nb) == []

@@ -107,7 +107,7 @@ def test_notebook_05_reads_back_the_miniature_notebook_04_reported(tmp_path):
                                   before_name="b", after_name="a", base_model="m", trained_model="t")
     result = experiments.notebook_result(plan(tmp_path), run, study)
     assert result["global_step"] == 2 and result["end"]["reward"] == pytest.approx(0.25)
-    assert set(result["miniature"]) == set(miniature.ARMS) and "runs" not in result["miniature_details"]
+    assert set(result["miniature"]) == {*miniature.ARMS, "warm_start"} and "runs" not in result["miniature_details"]
     assert result["miniature_details"]["seeds"] == "seeds" and result["miniature"]["sft"] == arm
 
 

@@ -5,7 +5,10 @@ source (ast), so nothing is imported to build it.
 
 One block is a node of its own: `if __name__ == "__main__":` runs only in the module `python -m`
 makes of the file (`__main__`), a module nothing imports, so what it imports cannot close a circle
-(`python -m gui_r1_lite.evaluate` hands over to `evaluate_cli` there, which imports `evaluate`)."""
+(`python -m gui_r1_lite.evaluate` hands over to `evaluate_cli` there, which imports `evaluate`).
+
+Also read from the source: the package never imports what lives beside it, and the fast tier (`make test`)
+loads every module of the package and of the harness."""
 
 from __future__ import annotations
 
@@ -214,3 +217,135 @@ def test_the_package_never_imports_what_lives_beside_it(package, beside):
             found += [f"{path.relative_to(package.parent)}: {n}" for n in names if n.split(".")[0] in beside]
     assert not found, found
     assert all((package.parent / name).is_dir() for name in beside)
+
+
+# --- the fast tier (`make test`, `-m "not slow"`) imports every module ------------------------------------------
+# What a test file imports (anywhere in it: a test that imports inside its body runs that import) and what each
+# of those modules imports as it loads (at its top, in class bodies and `try` blocks, not inside functions nor
+# under `if TYPE_CHECKING:`), followed to the end; `python -m X` in a test's command runs X's `__main__` block
+# too. A file counts unless every test in it is `slow` (a module-level `pytestmark` or each test's mark).
+
+
+def eager_imports(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The import statements of `body` that run when the module loads."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or _is_script_block(node):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            found += eager_imports(node.orelse)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                block = getattr(node, field, None)
+                if isinstance(block, list):
+                    found += eager_imports(block)
+    return found
+
+
+def load_graph(packages: tuple[Path, ...]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module -> the modules it imports as it loads, module -> those its `__main__` block imports)."""
+    files = {module_name(p, pkg.parent): p for pkg in packages for p in sorted(pkg.rglob("*.py"))}
+    loads, scripts = {}, {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        loads[name] = _imports(eager_imports(body), name, package, set(files))
+        scripts[name] = _imports([n for n in body if _is_script_block(n)], name, package, set(files))
+    return loads, scripts
+
+
+def entirely_slow(tree: ast.Module) -> bool:
+    """Every test of the file is marked `slow`: by a module-level `pytestmark`, or each test (function or
+    class) by its own mark. A file without tests (conftest, helpers) is not."""
+    def slow(node) -> bool:
+        return "mark.slow" in ast.unparse(node)
+
+    marks = [n.value for n in tree.body
+             if isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in n.targets)]
+    if any(slow(mark) for mark in marks):
+        return True
+    tests = [n for n in tree.body if (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith(
+        "test")) or (isinstance(n, ast.ClassDef) and n.name.startswith("Test"))]
+    return bool(tests) and all(any(slow(d) for d in n.decorator_list) for n in tests)
+
+
+def module_runs(tree: ast.Module, known: set[str]) -> set[str]:
+    """The modules a test file runs as `python -m X` (X's `__main__` when X is a package): "-m" then X, in one
+    list or tuple of its source."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.List, ast.Tuple)):
+            words = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            for flag, target in zip(words, words[1:], strict=False):
+                if flag == "-m" and isinstance(target, str):
+                    found |= {m for m in (f"{target}.__main__", target) if m in known}
+    return found
+
+
+def fast_tier_imports(tests: Path, packages: tuple[Path, ...]) -> dict[str, list[str]]:
+    """module -> the test files not entirely slow that import it (directly or through what they import)."""
+    loads, scripts = load_graph(packages)
+    known = set(loads)
+    covered: dict[str, list[str]] = {}
+    for path in sorted(tests.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if entirely_slow(tree):
+            continue
+        ran = module_runs(tree, known)
+        todo = [*_imports(tree.body, f"{tests.name}.{path.stem}", tests.name, known), *ran,
+                *(m for r in ran for m in scripts[r])]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += loads[name]
+        for name in seen:
+            covered.setdefault(name, []).append(path.name)
+    return covered
+
+
+def test_the_fast_tier_imports_every_module_of_the_package_and_the_harness():
+    loads, _ = load_graph((PACKAGE, HARNESS))
+    covered = fast_tier_imports(PACKAGE.parent / "tests", (PACKAGE, HARNESS))
+    missing = sorted(set(loads) - set(covered))
+    assert not missing, f"imported by no test file outside the slow tier (`make test` never loads them): {missing}"
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("source, slow", [
+    ("import pytest\npytestmark = pytest.mark.slow\ndef test_a():\n    pass\n", True),
+    ("import pytest\npytestmark = [pytest.mark.browser, pytest.mark.slow]\ndef test_a():\n    pass\n", True),
+    ("import pytest\n@pytest.mark.slow\ndef test_a():\n    pass\n@pytest.mark.slow\nclass TestB:\n    pass\n", True),
+    ("import pytest\n@pytest.mark.slow\ndef test_a():\n    pass\ndef test_b():\n    pass\n", False),
+    ("import pytest\npytestmark = pytest.mark.gpu\ndef test_a():\n    pass\n", False),
+    ("import pytest\n\n@pytest.fixture\ndef helper():\n    pass\n", False),  # no test: a conftest or helpers
+])
+def test_a_file_is_entirely_slow_only_when_every_test_in_it_is(source, slow):
+    assert entirely_slow(ast.parse(source)) is slow
+
+
+def test_the_fast_tier_check_follows_imports_and_runs_and_leaves_out_slow_files(tmp_path):
+    package = _tree(tmp_path / "pkg", {
+        "__init__.py": "",
+        "a.py": "from . import b\ntry:\n    from . import c\nexcept ImportError:\n    c = None\n",
+        "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import late\n",
+        "c.py": "", "late.py": "",
+        "lazy.py": "def f():\n    from . import only_called\n", "only_called.py": "",
+        "tool/__init__.py": "", "tool/__main__.py": 'if __name__ == "__main__":\n    from ..d import main\n',
+        "d.py": "", "slow_only.py": ""})
+    tests = _tree(tmp_path / "tests", {
+        "test_fast.py": "import pkg.a\n\ndef test_x():\n    import pkg.lazy\n",
+        "test_cmd.py": 'def test_y():\n    run(["python", "-m", "pkg.tool"])\n',
+        "test_slow.py": "import pytest\nimport pkg.slow_only\npytestmark = pytest.mark.slow\n\ndef test_z():\n    pass\n"})
+    covered = fast_tier_imports(tests, (package,))
+    assert sorted(covered) == ["pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.lazy", "pkg.tool", "pkg.tool.__main__"]
+    assert covered["pkg.b"] == ["test_fast.py"] and covered["pkg.d"] == ["test_cmd.py"]

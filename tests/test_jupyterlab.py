@@ -21,11 +21,11 @@ from gui_r1_lite import evaluate as E
 from gui_r1_lite.metrics import record_outcome
 from gui_r1_lite.runio import write_jsonl_atomic
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # a JupyterLab server and Chromium: about a minute
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-# What works here for Chromium without a network (see DESIGN.md).
+# The flags that start Chromium without a network (as harness/online/browser.py starts it).
 CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
 ROWS_PER_FILE = 3

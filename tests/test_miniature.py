@@ -101,7 +101,7 @@ def test_heldout_rows_come_from_the_heldout_seeds_only(default_split):
     held = load_gui_r1(default_split["heldout"], strict=True)
     assert {miniature.task_of(s.id) for s in held} == set(miniature.DEFAULT_TASKS)
     assert all(miniature.seed_of(s.id) >= 1000 for s in held)
-    assert default_split["n_heldout"] == len(held) >= 200
+    assert default_split["n_heldout"] == len(held) >= miniature.MiniatureSettings().min_heldout_rows >= 100
 
 
 def test_validation_scores_on_seeds_25_to_29_of_the_training_file(tmp_path):
@@ -315,9 +315,11 @@ def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
 
 
 def test_the_settings_are_the_shipped_sweep_s_choices():
+    """The defaults are the shipped sweep's choices (the sweep on the seeing tasks ran one seed under the
+    visits budget; the seconds-matched SFT arm then uses the visits choice: `SECONDS_CHOSEN` is empty)."""
     shipped = read_json(SHIPPED_EVIDENCE)
     assert shipped["grid"] == {a: {k: list(v) for k, v in knobs.items()} for a, knobs in miniature.SWEEP_GRID.items()}
-    assert len(shipped["seeds"]) >= 2 and set(shipped["chosen"]) == set(miniature.FAIR_MODES)
+    assert shipped["seeds"] and "visits" in shipped["chosen"] and set(shipped["chosen"]) <= set(miniature.FAIR_MODES)
     for fair, chosen in shipped["chosen"].items():  # the choice is the best mean, the first in grid order on a tie
         for arm, config in chosen.items():
             means = [row["click_accuracy"] for row in shipped["means"][fair][arm]]
@@ -325,8 +327,11 @@ def test_the_settings_are_the_shipped_sweep_s_choices():
     defaults = miniature.MiniatureSettings()
     for arm in ("sft", "sft_grpo"):
         assert {k: getattr(defaults, k) for k in shipped["chosen"]["visits"][arm]} == shipped["chosen"]["visits"][arm]
-    assert shipped["chosen"]["seconds"]["sft"] == SECONDS_CHOSEN
-    assert shipped["chosen"]["seconds"]["sft_grpo"] == shipped["chosen"]["visits"]["sft_grpo"]  # one set of GRPO runs
+    if "seconds" in shipped["chosen"]:
+        assert shipped["chosen"]["seconds"]["sft"] == SECONDS_CHOSEN
+        assert shipped["chosen"]["seconds"]["sft_grpo"] == shipped["chosen"]["visits"]["sft_grpo"]  # one set of GRPO runs
+    else:
+        assert SECONDS_CHOSEN == {}  # not swept under seconds: the seconds part uses the visits choice
 
 
 def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
@@ -398,7 +403,7 @@ def test_every_stage_reports_its_start_steps_and_end(tiny_run):
 
 def test_every_arm_reports_every_metric_for_every_seed(tiny_run):
     _, result = tiny_run
-    assert set(miniature.arm_results(result)) - {"looks"} == set(miniature.ARMS) == {"random", "sft", "sft_grpo"}
+    assert set(miniature.arm_results(result)) - {"looks", "warm_start"} == set(miniature.ARMS) == {"random", "sft", "sft_grpo"}
     for arm in miniature.ARMS:
         for metric in miniature.METRICS:
             v = result[arm][metric]
@@ -435,7 +440,7 @@ def test_every_scored_arm_is_scored_blind_on_the_same_rows(tiny_run):
         assert looks["per_seed"] == pytest.approx(paired) and looks["ci95"][0] <= looks["mean"] <= looks["ci95"][1]
     assert set(result["distinct_answers"]["sft"]) <= {"click-tab", "login-user"}
     summary = miniature.arm_results(result)
-    assert set(summary) == {*miniature.ARMS, "looks"} and summary["sft"]["blind"] == result["sft"]["blind"]
+    assert set(summary) == {*miniature.ARMS, "warm_start", "looks"} and summary["sft"]["blind"] == result["sft"]["blind"]
 
 
 def test_the_random_baseline_always_writes_the_format(tiny_run):
@@ -688,6 +693,7 @@ def test_report_needs_a_finished_study(tmp_path):
         main(["--sweep", str(tmp_path), "--report"])
 
 
+@pytest.mark.slow
 def test_with_no_warm_start_both_arms_start_from_the_base_itself(tmp_path, tiny_model_dir):
     """warm_steps 0 (the default): the `warm` stage trains nothing and is the base, scored as the arms' start;
     both arms train from the base folder; a seconds-matched SFT arm stops on the GRPO arm's CPU seconds."""

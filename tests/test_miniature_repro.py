@@ -17,7 +17,8 @@ import pytest
 from gui_r1_lite.runio import read_json
 from harness import miniature
 
-BUDGET = dict(base_model=None, tiny={}, warm_steps=4, sft_batch=4, extra_prompts=4, grpo_prompts_per_step=2, num_generations=4,
+# a new tiny model with a short warm start at a high rate and its vision tower trained, so that seeds part ways
+BUDGET = dict(base_model=None, tiny={}, warm_steps=4, sft_lr=1e-3, train_vision=True, sft_batch=4, extra_prompts=4, grpo_prompts_per_step=2, num_generations=4,
               max_completion_length=16, max_new_tokens=16, eval_limit=8, eval_batch_size=8, temperature=1.0,
               tasks=("click-tab", "login-user"), min_heldout_rows=1)
 EVALS = ("random_eval", "warm_eval", "sft_eval", "sft_grpo_eval")

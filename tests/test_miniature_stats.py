@@ -442,3 +442,30 @@ def test_the_blind_check_in_the_result_summary_and_tables(blind_check):
     assert combined["warm_start"]["blind"]["click_accuracy"]["mean"] == 0.25  # the reference row's too
     del per_seed[1]["blind_metrics"]["sft"]
     assert "blind" not in report.combine_seeds(per_seed)["sft"]  # not scored blind on every seed: no figure
+
+
+def _interval(lo: float, hi: float) -> dict:
+    return {"mean": (lo + hi) / 2, "ci95": [lo, hi], "per_seed": [(lo + hi) / 2]}
+
+
+def test_what_it_shows_follows_each_interval_s_sign():
+    settings = {"warm_steps": 0, "tasks": ["click-color"]}
+    result = {"settings": settings, "seeds": [0], "n_heldout": 114,
+              "stats": {"looks": {"sft": _interval(-0.02, 0.03), "sft_grpo": _interval(0.06, 0.18)},
+                        "gain": {"click_accuracy": _interval(-0.01, 0.06)},
+                        "mcnemar": {"0": {"p_value": 0.25, "only_a": 2, "only_b": 5}},
+                        "online": {"sft_grpo": {"success": {**_interval(0.0, 0.667), "episodes": [12]}}}}}
+    text = report.what_it_shows(result)
+    grpo = next(line for line in text.splitlines() if line.startswith("- **GRPO from the base"))
+    sft = next(line for line in text.splitlines() if line.startswith("- **SFT from the base"))
+    assert "+12.0 [+6.0, +18.0] points" in grpo and "depend on the screenshot" in grpo
+    assert "no evidence that it looks" in sft
+    assert "do not tell the two apart" in text and "McNemar p per seed: 0.25" in text
+    assert "over 12 episodes" in text and "not which arm plays better" in text
+    # the same run with other figures reads otherwise: every sentence follows its interval
+    result["stats"]["gain"]["click_accuracy"] = _interval(0.02, 0.09)
+    result["stats"]["looks"]["sft_grpo"] = _interval(-0.09, -0.01)
+    result["stats"]["online"]["sft_grpo"]["success"]["episodes"] = [40]
+    text = report.what_it_shows(result)
+    assert "GRPO is ahead of SFT" in text and "scores higher on white screens" in text
+    assert "not which arm plays better" not in text

@@ -7,12 +7,16 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from harness import pipeline
 from tests.helpers import MINI, write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_evaluation.ipynb"
 TASKS = ["click-option", "click-tab"]
+
+pytestmark = pytest.mark.slow  # each test runs the notebook in a kernel of its own
 
 
 def test_05_evaluation(tmp_path, tiny_model_dir):

@@ -80,6 +80,15 @@ def test_the_summary_lifts_each_notebook_s_fields_to_its_top():
 def test_02_action_space(tmp_path):
     pipeline.run_notebook(ROOT / "notebooks" / "02_action_space.ipynb", tmp_path / "02.ipynb", params(tmp_path / "02"))
     assert (tmp_path / "02" / "frames.png").stat().st_size > 10_000
+    from gui_r1_lite.actions import ACTION_SPACES
+
+    nb = json.loads((tmp_path / "02.ipynb").read_text())
+    text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
+    assert "You are GUI-R1, a reasoning GUI Agent Assistant." in text and "with the action history being '" in text
+    for name, space in ACTION_SPACES.items():  # every space printed whole, and every action with its fields
+        assert f"{name:<16}{len(space):>3}  {', '.join(space)}" in text, name
+        assert all(re.search(rf"^{re.escape(a)} +point ", text, re.M) for a in space), name
+    assert "…" not in text
 
 
 def test_03_reward_functions(tmp_path):
@@ -111,6 +120,7 @@ def test_pipeline_names_the_failing_notebook_and_cell(tmp_path, capsys):
     assert isinstance(failed["cell"], int) and Path(failed["executed_notebook"]).exists()
 
 
+@pytest.mark.slow
 def test_01_data_curation(tmp_path):
     out = tmp_path / "01"
     pipeline.run_notebook(ROOT / "notebooks" / "01_data_curation.ipynb", tmp_path / "01.ipynb",
@@ -127,6 +137,7 @@ def test_01_data_curation(tmp_path):
         assert (out / name).stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_04_grpo_training_miniature(tmp_path):
     """cpu-mini's default: the miniature (warm start, GRPO, SFT arm, held-out evaluation) on a tiny budget."""
     out = tmp_path / "04"
@@ -137,7 +148,7 @@ def test_04_grpo_training_miniature(tmp_path):
                            "miniature_settings": settings})
     result = json.loads((out / "result.json").read_text())
     assert result["experiment"] == "miniature" and result["global_step"] == 2
-    assert set(result["miniature"]) == {"random", "sft", "sft_grpo", "looks"}  # looks: the blind check
+    assert set(result["miniature"]) == {"random", "sft", "sft_grpo", "warm_start", "looks"}  # looks: the blind check
     assert result["miniature"]["sft_grpo"]["click_accuracy"]["per_seed"] and "reward" in result["end"]
     assert (Path(result["trained_model"]) / "config.json").exists() and result["adapter_dir"] is None
     for name in ("grpo_curves.png", "before_after.png", "live_curves.png", "miniature.png", "blind_check.png"):
@@ -151,6 +162,7 @@ def test_04_grpo_training_miniature(tmp_path):
         assert shown in text, shown
 
 
+@pytest.mark.slow
 def test_04_grpo_training_recipe(tmp_path):
     """The recipe path (gpu-3b's, here with cpu-mini's tiny recipe): LoRA GRPO, completions before and after."""
     out = tmp_path / "04"

@@ -20,6 +20,7 @@ def trainer_settings(out, config: dict) -> dict:
     return yaml.safe_load((folder / "seed0" / "sft_grpo_train" / "train_config.yaml").read_text())
 
 
+@pytest.mark.slow  # a warm start and six GRPO runs
 def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(tmp_path, monkeypatch):
     monkeypatch.setattr(recipe, "NOISE", -1.0)  # every value adopted: the values are then run together
     out = tmp_path / "probe"
@@ -41,6 +42,7 @@ def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(
     assert table.count("\n") == len(recipe.VARIANTS) + 2 and "loss_type dapo" in table
 
 
+@pytest.mark.slow  # a warm start and two GRPO runs
 def test_nothing_is_run_together_unless_two_values_are_adopted(tmp_path, monkeypatch):
     monkeypatch.setattr(recipe, "VARIANTS", {"miniature": {}, "beta": {"beta": 0.01}})
     result = recipe.run_probe(str(tmp_path / "probe"), [0], workers=1, **TINY_BUDGET)

@@ -262,14 +262,15 @@ def test_a_table_s_rows_are_read_under_their_caption_and_settings_are_no_figures
 
 def test_the_shipped_docs_fail_when_their_file_changes(tmp_path):
     (tmp_path / "docs" / "results").mkdir(parents=True)
-    evidence = json.loads((RESULTS / "sweep_evidence.json").read_text(encoding="utf-8"))
+    evidence = json.loads((RESULTS / "layout" / "sweep_evidence.json").read_text(encoding="utf-8"))
     evidence["warm_start"] = 0.40
-    (tmp_path / "docs" / "results" / "sweep_evidence.json").write_text(json.dumps(evidence))
+    (tmp_path / "docs" / "results" / "layout").mkdir()
+    (tmp_path / "docs" / "results" / "layout" / "sweep_evidence.json").write_text(json.dumps(evidence))
     page = tmp_path / "docs" / "miniature.md"
     page.write_text((ROOT / "docs" / "miniature.md").read_text(encoding="utf-8"))
-    found = [p for p in problems(page, tmp_path) if "docs/results/sweep_evidence.json" in p]  # not study_generated's
+    found = [p for p in problems(page, tmp_path) if "docs/results/layout/sweep_evidence.json" in p]
     assert found and all(" warm_start" in p for p in found)
-    assert any("41.8 but docs/results/sweep_evidence.json: warm_start | % gives 40.0" in p for p in found)
+    assert any("41.8 but docs/results/layout/sweep_evidence.json: warm_start | % gives 40.0" in p for p in found)
 
 
 def test_a_figure_citing_the_make_run_reference_waits_for_it(tmp_path):

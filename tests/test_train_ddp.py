@@ -10,12 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gui_r1_lite.training import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "train_probe"
 STEPS = 2
 PER_DEVICE = 2
+
+pytestmark = pytest.mark.slow  # two torchrun processes, each loading the stack
 
 
 def test_two_cpu_processes_stay_in_sync(toy_data, tmp_path):

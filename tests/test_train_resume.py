@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from gui_r1_lite.runio import iter_jsonl
 from gui_r1_lite.training import last_checkpoint, read_metrics
 
@@ -22,6 +24,8 @@ SAVE_STEPS = 2
 # kill window after a step is logged is then at least this wide, however fast the machine is.
 STEP_SLEEP = 1.0
 CHILD_TIMEOUT = 300
+
+pytestmark = pytest.mark.slow  # two training processes, one killed, one resumed
 
 
 def _env(**probe: str) -> dict[str, str]:

@@ -14,11 +14,15 @@ if matplotlib.get_backend().lower() not in ("module://matplotlib_inline.backend_
 from .charts import (  # noqa: E402
     LiveCurves,
     blind_score,
+    live_keys,
     miniature_bars,
     numeric_keys,
     read_log,
+    run_method,
     save_figure_atomic,
+    series_keys,
     stage_counts,
+    step_records,
     training_curves,
 )
 from .draw import (  # noqa: E402
@@ -59,7 +63,7 @@ __all__ = [
     "GT_COLOR", "HIT_COLOR", "HIT_MARKER", "MIN_TEXT_PX", "MISS_COLOR", "MISS_MARKER", "NOTEBOOK_WIDTH_PX",
     "SCREEN_DPI", "UNKNOWN_COLOR", "LiveCurves", "PredictionBrowser", "add_legend", "answer_repeats", "before_after",
     "blind_score", "browse", "card_title", "describe", "draw_step", "episode_strip", "gallery", "grid",
-    "legend_handles", "miniature_bars", "numeric_keys", "prediction_card", "prediction_image", "read_log",
-    "readable_points", "record_task", "reward_map", "save_figure_atomic", "shown_point", "stage_counts",
-    "thinking_text", "training_curves",
+    "legend_handles", "live_keys", "miniature_bars", "numeric_keys", "prediction_card", "prediction_image",
+    "read_log", "readable_points", "record_task", "reward_map", "run_method", "save_figure_atomic", "series_keys",
+    "shown_point", "stage_counts", "step_records", "thinking_text", "training_curves",
 ]

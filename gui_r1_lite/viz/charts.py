@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -15,6 +16,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..runfolder import read_record
 from ..runio import read_jsonl
 from .style import HIT_COLOR, MISS_COLOR, readable, readable_points, rgb
 
@@ -22,6 +24,17 @@ _FIRST_KEYS = ("reward", "rewards/gui_r1/mean", "rewards/accuracy/mean", "reward
                "validation/click_accuracy", "validation/format_rate", "validation/reward",
                "frac_reward_zero_std", "completions/mean_length", "kl", "loss")
 _X_KEYS = ("step", "global_step", "epoch")
+#: The trainer's end-of-training record (its totals, logged once when a run ends) holds these; it is
+#: no training step, so neither they nor its `step_seconds` (measured over no step) are ever drawn.
+SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "total_flos", "train_loss")
+#: What a live chart shows of a run, by its method: for GRPO the reward, its spread within a group,
+#: the groups whose answers all scored alike (they teach nothing), the KL to the reference and the
+#: answers' length; for SFT the loss and what drives it. Validation scores where the run has them.
+LIVE_KEYS = {
+    "grpo": ("reward", "reward_std", "frac_reward_zero_std", "kl", "completions/mean_length",
+             "validation/click_accuracy"),
+    "sft": ("loss", "learning_rate", "grad_norm", "mean_token_accuracy", "entropy", "validation/click_accuracy"),
+}
 
 
 def read_log(log: str | Path | Iterable[dict]) -> list[dict]:
@@ -37,6 +50,23 @@ def _is_num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def step_records(log: Sequence[dict]) -> list[dict]:
+    """The records of a log that are training steps (or validations at a step): not the trainer's
+    end-of-training record (`SUMMARY_KEYS`)."""
+    return [r for r in log if not any(k in r for k in SUMMARY_KEYS)]
+
+
+def _points(log: Sequence[dict], key: str) -> int:
+    return sum(1 for r in log if _is_num(r.get(key)))
+
+
+def series_keys(log: Sequence[dict], min_points: int = 2) -> list[str]:
+    """`numeric_keys` of the log's steps (`step_records`) that have a value at `min_points` steps or more:
+    the series a curve can show."""
+    steps = step_records(log)
+    return [k for k in numeric_keys(steps) if _points(steps, k) >= min_points]
+
+
 def numeric_keys(log: Sequence[dict]) -> list[str]:
     """Numeric keys of a log but the step counters: the rewards (their means), validation, zero-std
     groups, completion length, KL and loss first, then the rest as they come."""
@@ -48,11 +78,14 @@ def numeric_keys(log: Sequence[dict]) -> list[str]:
     return first + [k for k in seen if k not in first]
 
 
-def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0):
-    """One panel per numeric key (`numeric_keys`) against the training step (or the line number);
-    `smooth` > 1 adds a running mean over that many points."""
-    log = read_log(log)
-    keys = list(keys) if keys is not None else numeric_keys(log)[:limit]
+def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit: int = 12, smooth: int = 0,
+                    notes: dict[str, str] | None = None):
+    """One panel per key against the training step (or the line number): by default each series of at
+    least two steps (`series_keys`); the end-of-training record is never drawn. `smooth` > 1 adds a
+    running mean over that many points; `notes` (key -> text) are written in a key's panel instead."""
+    log = step_records(read_log(log))
+    keys = list(keys) if keys is not None else series_keys(log)[:limit]
+    notes = dict(notes or {})
     n = max(1, len(keys))
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
@@ -62,7 +95,7 @@ def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit
         for ax in axes.flat[n:]:
             ax.axis("off")
         for ax, key in zip(axes.flat, keys, strict=False):
-            _curve(ax, log, key, xkey, smooth)
+            _curve(ax, log, key, xkey, smooth, notes.get(key))
         if smooth > 1 and any(ax.lines for ax in axes.flat):
             fig.legend(handles=[Line2D([], [], lw=1, color="C0", alpha=0.6, label="each logged value"),
                                 Line2D([], [], lw=2, color="C1", label=f"running mean of {smooth}")],
@@ -70,19 +103,55 @@ def training_curves(log, keys: Sequence[str] | None = None, cols: int = 3, limit
     return fig
 
 
-def _curve(ax, log: Sequence[dict], key: str, xkey: str | None, smooth: int) -> None:
+def _curve(ax, log: Sequence[dict], key: str, xkey: str | None, smooth: int, note: str | None = None) -> None:
     pts = [(r.get(xkey, i) if xkey else i, r[key]) for i, r in enumerate(log) if _is_num(r.get(key))]
-    if pts:
+    if note is None and len(pts) == 1:  # one value: its number, not a dot on an axis made up around it
+        note = f"one value so far: {pts[0][1]:.4g}" + (f" at step {pts[0][0]}" if xkey else "")
+    if note is None and pts:
         xs, ys = zip(*pts, strict=True)
         ax.plot(xs, ys, lw=1, color="C0", marker="." if len(xs) < 50 else None, alpha=0.6 if smooth > 1 else 1.0)
         if smooth > 1 and len(ys) >= smooth:
             run = [sum(ys[i - smooth + 1:i + 1]) / smooth for i in range(smooth - 1, len(ys))]
             ax.plot(xs[smooth - 1:], run, lw=2, color="C1")
     else:
-        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(note or "no values", 28)), ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
     ax.set_title(key)
     ax.set_xlabel({"step": "training step", "global_step": "training step", "epoch": "epoch"}.get(xkey, "log line"))
     ax.grid(alpha=0.3)
+
+
+def run_method(log: Sequence[dict], record: dict | None = None) -> str | None:
+    """"grpo" or "sft": what the run's `run.json` (`record`) says, else what its log shows (GRPO logs a
+    reward every step, SFT a loss and no reward); None for a log of neither."""
+    method = (record or {}).get("method")
+    if method in LIVE_KEYS:
+        return method
+    if any("reward" in r for r in log):
+        return "grpo"
+    return "sft" if any("loss" in r for r in step_records(log)) else None
+
+
+def live_keys(log: Sequence[dict], method: str | None = None, beta: float | None = None,
+              keys: Sequence[str] | None = None) -> tuple[list[str], dict[str, str]]:
+    """The panels of a live chart of a `method` run (see `LIVE_KEYS`) and what the panels without a curve
+    say: a GRPO run's KL is computed only with `beta` > 0, so with β = 0 its panel says so. Only keys the
+    run logs at its steps are drawn, never the end-of-training totals; a run of no known method, or with
+    `keys` given, gets those of them that have two steps or more."""
+    steps = step_records(log)
+    if keys is None and method in LIVE_KEYS:
+        keys = [k for k in LIVE_KEYS[method] if _points(steps, k) or (method == "grpo" and k == "kl")]
+    elif keys is None:
+        return series_keys(steps)[:12], {}
+    else:
+        keys = [k for k in keys if _points(steps, k) >= 2]
+    notes = {}
+    if "kl" in keys and not _points(steps, "kl"):
+        notes["kl"] = ("not computed: beta = 0, no reference model" if beta == 0
+                       else "not logged yet (TRL computes it only when beta > 0)")
+    return keys, notes
 
 
 def stage_counts(stages: dict[str, Sequence], by: Sequence[str] = ("platform", "gt_action"),
@@ -225,7 +294,9 @@ def save_figure_atomic(fig, path: str | Path, dpi: int = 80) -> Path:
 
 class LiveCurves:
     """Training curves redrawn in place while a run trains (`training.train(cfg, callbacks=[live.callback()])`):
-    on a log, at most every `every` seconds, and at the end. The latest figure is `self.figure`."""
+    on a log, at most every `every` seconds, and at the end. Each run (metrics log) gets a figure of its
+    own, showing what its method is watched by (`live_keys`: GRPO's reward, spread, zero-spread groups,
+    KL and length; SFT's loss and rate), or `keys`. The latest figure is `self.figure`."""
 
     def __init__(self, keys: Sequence[str] | None = None, every: float = 5.0, smooth: int = 0,
                  save_to: str | None = None):
@@ -234,16 +305,27 @@ class LiveCurves:
         self.draws = 0
         self._last = float("-inf")
         self._handle = None
+        self._path: Path | None = None
 
     def draw(self, metrics_path: str | Path) -> None:
-        """Redraw the curves from `metrics_path` (nothing while the file does not exist yet)."""
-        if not Path(metrics_path).exists():
+        """Redraw the curves from `metrics_path` (nothing while the file does not exist yet); a log other
+        than the last one drawn starts a new figure below the last, which keeps the other run's curves."""
+        path = Path(metrics_path)
+        if not path.exists():
             return
-        fig = training_curves(metrics_path, keys=self.keys, smooth=self.smooth)
-        fig.suptitle(f"{Path(metrics_path).parent.name}: step {(read_log(metrics_path) or [{}])[-1].get('step', 0)}",
+        log = read_log(path)
+        record = read_record(path.parent) or {}  # run.json: the run's method and settings
+        method = run_method(log, record)
+        keys, notes = live_keys(log, method, (record.get("settings") or {}).get("beta"), self.keys)
+        fig = training_curves(log, keys=keys, smooth=self.smooth, notes=notes)
+        steps = [r["step"] for r in step_records(log) if _is_num(r.get("step"))]
+        fig.suptitle(f"{path.parent.name}{f' ({method.upper()})' if method else ''}: step {max(steps, default=0)}",
                      fontsize=readable_points(fig.get_figwidth()))
         if self.save_to:
             save_figure_atomic(fig, self.save_to)
+        if self._path is not None and path != self._path:
+            self._handle = None
+        self._path = path
         with contextlib.suppress(ImportError):  # no IPython: no notebook to show it in
             from IPython import get_ipython
             from IPython.display import display
@@ -253,8 +335,9 @@ class LiveCurves:
                     self._handle = display(fig, display_id=True)
                 else:
                     self._handle.update(fig)
-        if self.figure is not None:
-            plt.close(self.figure)
+        # shown through its display (or not at all): closed, so that the notebook's inline backend does not
+        # show it once more when the cell ends; a closed figure still draws and saves
+        plt.close(fig)
         self.figure = fig
         self.draws += 1
         self._last = time.monotonic()
@@ -273,6 +356,6 @@ class LiveCurves:
             def on_train_end(self, args, state, control, **kw):
                 if state.is_world_process_zero:
                     live.draw(Path(args.output_dir) / "metrics.jsonl")
-                    live._handle = None  # the next run gets its own figure
+                    live._handle = None  # the next run gets its own figure, even in the same folder
 
         return _Live()

@@ -3,6 +3,7 @@ notebook shows a figure at, caption wrapping, and points written in a caption.""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import textwrap
 
@@ -34,12 +35,24 @@ def readable_points(fig_width_in: float) -> float:
     return MIN_TEXT_PX * 72 / (SCREEN_DPI * shrink)
 
 
+#: The rc settings `readable` sets: every default text size.
+TEXT_SIZE_KEYS = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
+                  "legend.fontsize", "legend.title_fontsize", "figure.titlesize")
+
+
+@contextlib.contextmanager
 def readable(width_in: float):
-    """rc settings under which every default text of a figure `width_in` inches wide is readable."""
-    size = readable_points(width_in)
-    return plt.rc_context({"font.size": size, "axes.titlesize": size, "axes.labelsize": size,
-                           "xtick.labelsize": size, "ytick.labelsize": size, "legend.fontsize": size,
-                           "legend.title_fontsize": size, "figure.titlesize": size})
+    """While it lasts, every default text of a figure `width_in` inches wide is readable.
+
+    Only the text sizes are set and put back, not every rc setting as `plt.rc_context` would: the
+    notebook's inline backend turns interactive mode on when a kernel's first figure loads it, and
+    putting that back off would leave every later figure of the notebook undrawn."""
+    saved = {k: plt.rcParams[k] for k in TEXT_SIZE_KEYS}
+    plt.rcParams.update(dict.fromkeys(TEXT_SIZE_KEYS, readable_points(width_in)))
+    try:
+        yield
+    finally:
+        plt.rcParams.update(saved)
 
 
 def rgb(color: tuple[int, int, int]) -> tuple[float, float, float]:

@@ -341,3 +341,49 @@ def transfer_file(source: str | os.PathLike, trained_tasks: Sequence[str] | None
         return None
     picked = [s for t in unseen for s in select_rows(rows, [t])[:per_task]]
     return write_gui_r1(picked, path, schema="benchmark")
+
+
+def _verdict(value: Mapping | None, above: str, below: str, neither: str) -> str:
+    """Which of three readings an interval (points) supports: above 0, below 0, or neither."""
+    lo, hi = (value or {}).get("ci95") or (None, None)
+    if lo is None:
+        return "not measured"
+    return above if lo > 0 else below if hi < 0 else neither
+
+
+def what_it_shows(result: Mapping) -> str:
+    """What a miniature run's figures show and do not show, in Markdown sentences read from the figures
+    themselves (each sentence's wording follows its interval, so it stays true when the run changes): whether
+    each trained arm looks at the screen, the gain of GRPO over SFT, the closed loop's episode count."""
+    st = result.get("stats") or {}
+    names, looks = arm_names(result.get("settings")), st.get("looks") or {}
+    seeds, n = result.get("seeds") or [], result.get("n_heldout")
+    lines = []
+    for arm in ("sft", "sft_grpo"):
+        if arm not in looks:
+            continue
+        reading = _verdict(looks[arm], "its answers depend on the screenshot: it scores lower on white screens",
+                           "it scores higher on white screens than on the screenshots",
+                           "no evidence that it looks: its interval includes 0, so it may answer from the "
+                           "instruction and the page's usual layout alone")
+        lines.append(f"- **{names[arm]}** looks {with_interval(looks[arm], True)} points (seeing − white): {reading}.")
+    gain = (st.get("gain") or {}).get("click_accuracy")
+    if gain:
+        reading = _verdict(gain, "GRPO is ahead of SFT on these rows, beyond the seeds' and pages' noise",
+                           "SFT is ahead of GRPO on these rows, beyond the noise",
+                           "the interval includes 0: these seeds and rows do not tell the two apart")
+        p = [t["p_value"] for t in (st.get("mcnemar") or {}).values()]
+        lines.append(f"- The gain of {names[GAIN_ARM]} over {names[GAIN_VS]} is {with_interval(gain, True)} points: "
+                     f"{reading}" + (f" (McNemar p per seed: {', '.join(f'{v:.2g}' for v in p)})" if p else "") + ".")
+    online = st.get("online") or {}
+    if online:
+        played = {a: sum(v["success"].get("episodes") or []) for a, v in online.items()}
+        few = [a for a, k in played.items() if k < 30]
+        lines.append("- Closed loop: " + ", ".join(f"{names.get(a, a)} {with_interval(v['success'])} % over "
+                                                   f"{played[a]} episodes" for a, v in online.items())
+                     + (". With so few episodes an interval spans tens of points: these bars show the loop "
+                        "runs, not which arm plays better." if few else "."))
+    lines.append(f"- What this does not show: GUI-R1's benchmark figures. It is a tiny model, {len(seeds)} "
+                 f"seed{'s' if len(seeds) != 1 else ''} and {n} held-out rows of the tasks in "
+                 f"`settings.tasks`; `make study` runs five seeds, SFT matched on seconds too.")
+    return "\n".join(lines)
