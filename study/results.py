@@ -10,7 +10,6 @@ files are copied out of it byte for byte (`--results DIR` of `python -m study`),
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,14 +26,22 @@ def study_result_files(study: dict) -> list[str]:
     return ["study.json", "study.md", *(f"{name}/{RESULT_FILE}" for name in study["parts"])]
 
 
+#: The repository's folder, which shipped result files name relative to it.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
 def ship_results(out: str | os.PathLike, names: Iterable[str], dest: str | os.PathLike) -> list[Path]:
-    """Copy the result files `names` (relative to the run folder `out`) into `dest`, byte for byte,
-    under the same relative paths; FileNotFoundError naming the first that `out` lacks. Returns the copies."""
+    """Copy the result files `names` (relative to the run folder `out`) into `dest`, byte for byte but for the
+    repository's own absolute path, written relative to it (`/home/x/repo/data_samples/...` ->
+    `data_samples/...`: no shipped file names a place outside the repository), under the same relative paths;
+    FileNotFoundError naming the first that `out` lacks. Returns the copies."""
     out, dest, names = Path(out), Path(dest), list(names)
     if missing := [n for n in names if not (out / n).is_file()]:
         raise FileNotFoundError(f"{out / missing[0]}: no such result file to ship to {dest}")
     copies = []
     for name in names:
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        copies.append(Path(shutil.copyfile(out / name, dest / name)))
+        data = (out / name).read_bytes().replace(f"{REPO_ROOT}{os.sep}".encode(), b"")
+        (dest / name).write_bytes(data)
+        copies.append(dest / name)
     return copies
