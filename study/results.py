@@ -32,7 +32,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def ship_results(out: str | os.PathLike, names: Iterable[str], dest: str | os.PathLike) -> list[Path]:
     """Copy the result files `names` (relative to the run folder `out`) into `dest`, byte for byte but for the
-    repository's own absolute path, written relative to it (`/home/x/repo/data_samples/...` ->
+    repository's own absolute path, written relative to it (`<repository>/data_samples/...` ->
     `data_samples/...`: no shipped file names a place outside the repository), under the same relative paths;
     FileNotFoundError naming the first that `out` lacks. Returns the copies."""
     out, dest, names = Path(out), Path(dest), list(names)
