@@ -365,16 +365,18 @@ def study_settings(results: str | Path = RESULTS) -> str:
     import json
 
     from .miniature.runner import RESULT_FILE
-    from .miniature.settings import MiniatureSettings
+    from .miniature.settings import DEFAULT_HELDOUT, DEFAULT_TRAIN, MiniatureSettings
 
     default = MiniatureSettings().to_dict()
+    data_files = {"train_data": DEFAULT_TRAIN, "heldout_data": DEFAULT_HELDOUT}  # listed only when others
     shown = []
     for path in sorted(Path(results).glob("study*/study.json")):
         study = json.loads(path.read_text())
         parts = {}
         for name, part in study["parts"].items():
             ran = json.loads((path.parent / name / RESULT_FILE).read_text())["settings"]
-            data = {k: v for k, v in part["settings"].items() if k in ("train_data", "heldout_data")}
+            data = {k: v for k, v in part["settings"].items()
+                    if k in data_files and v and (_REPO / v).resolve() != data_files[k].resolve()}
             parts[name] = {**data, **{k: v for k, v in ran.items() if _plain(default.get(k)) != _plain(v)}}
         common = {k: v for k, v in next(iter(parts.values()), {}).items()
                   if all(p.get(k, object()) == v for p in parts.values())}

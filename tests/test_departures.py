@@ -145,8 +145,10 @@ def test_the_study_row_reads_the_shipped_studies(tmp_path: Path):
         (study / part).mkdir(parents=True)
         ran = {**MiniatureSettings().to_dict(), "online_episodes": 5, **extra}
         (study / part / "miniature.json").write_text(json.dumps({"settings": ran}))
+    shipped = {"online_episodes": 5, "train_data": "data_samples/train/miniwob_train.parquet"}  # the default file
     (study / "study.json").write_text(json.dumps({"seeds": [0, 1, 2], "parts": {
-        "visits": {"settings": {"online_episodes": 5}}, "seconds": {"settings": {"online_episodes": 5}}}}))
+        "visits": {"settings": shipped}, "seconds": {"settings": {**shipped, "heldout_data": "other.parquet"}}}}))
     row = by_key(departures(results=tmp_path))["study"]
-    assert row.miniature == "study (seeds 0-2, parts visits, seconds): online_episodes 5; seconds part: fair seconds"
+    assert row.miniature == ("study (seeds 0-2, parts visits, seconds): online_episodes 5; "
+                             "seconds part: heldout_data other.parquet, fair seconds")
     assert row.differs and row.why
