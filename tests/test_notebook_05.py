@@ -59,10 +59,13 @@ def fake_miniature(run_dir: Path, model_dir: Path) -> dict:
         predictions[arm] = str(folder / "seed0" / f"{arm}_eval")
         evaluate.evaluate(heldout, "oracle" if arm == "sft_grpo" else "random", predictions[arm], progress=False,
                           **MINI)
+        # and blind, as every miniature scores each arm (random: the white screen's answers differ from the oracle's)
+        predictions[f"{arm}_blind"] = str(folder / "seed0" / f"{arm}_blind_eval")
+        evaluate.evaluate(heldout, "random", predictions[f"{arm}_blind"], progress=False, blind=True, **MINI)
     study = {"seeds": [0], "n_heldout": len(load_gui_r1(heldout).samples), "predictions": {"0": predictions},
              "models": {"0": {arm: [str(model_dir), None] for arm in ("warm", "sft", "sft_grpo")}},
              "data": {"heldout": str(heldout), "heldout_source": str(DEFAULT_HELDOUT)},
-             "settings": {"tasks": TASKS, "max_new_tokens": 8}}
+             "settings": {"tasks": TASKS, "max_new_tokens": 8, "warm_steps": 0}}
     for arm in ("random", "sft", "sft_grpo"):
         study[arm] = {m: {"mean": 0.5, "std": 0.0, "per_seed": [0.5]}
                       for m in ("format_rate", "click_accuracy", "strict_step_success")}
@@ -82,8 +85,8 @@ def test_05_after_a_miniature_shows_its_tasks_the_gain_and_the_transfer(tmp_path
     nb = json.loads((tmp_path / "05.ipynb").read_text())
     text = "".join("".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []))
     assert "gain of sft_grpo over sft, click accuracy: +" in text and "| click-tab |" in text
-    shown = re.search(r"SFT → GRPO on held-out rows of its tasks \['click-option', 'click-tab'\] \(seed 0\): "
+    shown = re.search(r"GRPO from the base \(sft_grpo\) on held-out rows of its tasks \['click-option', 'click-tab'\] \(seed 0\): "
                       r"(\d+) of (\d+) steps hit", text)
     assert shown and shown[1] == shown[2] == "9"  # the oracle's rows: every one a hit
-    for name in ("miniature.png", "gallery.png", "gallery_random.png", "before_after.png", "transfer.png"):
+    for name in ("miniature.png", "gallery.png", "gallery_random.png", "before_after.png", "transfer.png", "seeing_vs_white.png"):
         assert (out / name).stat().st_size > 5_000, name
