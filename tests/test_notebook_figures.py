@@ -12,12 +12,9 @@ import matplotlib.pyplot as plt
 import nbformat
 
 from gui_r1_lite import viz
-from gui_r1_lite.viz.style import readable
+from gui_r1_lite.viz.style import TEXT_SIZE_KEYS, readable
 from harness import pipeline
 
-#: Every default text size, which `readable` sets.
-TEXT_SIZE_KEYS = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize",
-                  "legend.fontsize", "legend.title_fontsize", "figure.titlesize")
 LOG = [{"step": s, "reward": 0.1 * s, "reward_std": 0.2, "frac_reward_zero_std": 0.5,
         "completions/mean_length": 20.0 + s} for s in range(1, 5)]
 LIVE = """\
