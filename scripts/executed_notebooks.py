@@ -5,6 +5,7 @@ committed without outputs; these pages are the run's record.
 
     python scripts/executed_notebooks.py                  # runs `make run`'s pipeline into runs/executed
     python scripts/executed_notebooks.py --run runs/X     # converts a finished cpu-mini run instead
+    python scripts/executed_notebooks.py --compact        # re-encodes the pages' figures (compact_png) only
 
 `SOURCES.json` beside the pages holds a hash of each notebook's code cells as it ran;
 `tests/test_executed_notebooks.py` fails when a notebook in `notebooks/` has changed since (a stale page), and
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import io
 import json
 import re
 import shutil
@@ -143,6 +145,23 @@ def page_images(page: str, nb: nbformat.NotebookNode, stem: str) -> dict[int, li
     return out
 
 
+def compact_png(data: bytes) -> bytes:
+    """`data` (a PNG) as a 256-colour palette PNG when that is smaller, else `data` unchanged. The pages' figures
+    are flat-coloured charts and screenshots: a palette leaves them looking the same at a third of the bytes,
+    which keeps the tracked tree small enough to travel with the GPU check's wheels
+    (`scripts/fetch_gpu_wheels.sh`: 64 MiB in all)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(data))
+    if image.mode not in ("RGB", "RGBA"):
+        return data
+    if image.mode == "RGBA" and image.getchannel("A").getextrema() == (255, 255):
+        image = image.convert("RGB")
+    out = io.BytesIO()
+    image.quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
+    return out.getvalue() if out.tell() < len(data) else data
+
+
 def export(path: Path, run_dir: Path, dest: Path) -> Path:
     """`path` (an executed notebook) as `dest/<stem>.md` with its figures in `dest/<stem>_files/`;
     refuses a notebook with an unexecuted cell or an error output. The run folder's absolute path is
@@ -161,7 +180,7 @@ def export(path: Path, run_dir: Path, dest: Path) -> Path:
     shutil.rmtree(dest / f"{path.stem}_files", ignore_errors=True)
     for name, data in resources.get("outputs", {}).items():
         (dest / name).parent.mkdir(parents=True, exist_ok=True)
-        (dest / name).write_bytes(data)
+        (dest / name).write_bytes(compact_png(data) if name.endswith(".png") else data)
     page = dest / f"{path.stem}.md"
     page.write_text(body, encoding="utf-8")
     return page
@@ -189,7 +208,13 @@ def write_run(run_dir: Path, dest: Path = EXECUTED, processor: str | None = None
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, help="a finished cpu-mini run folder (default: run the pipeline now)")
+    ap.add_argument("--compact", action="store_true",
+                    help="only re-encode the committed pages' figures as palette PNGs (compact_png), in place")
     args = ap.parse_args(argv)
+    if args.compact:
+        for png in sorted(EXECUTED.glob("*_files/*.png")):
+            png.write_bytes(compact_png(png.read_bytes()))
+        return 0
     run_dir, processor = args.run, None
     if run_dir is None:
         from harness.miniature.reference import machine

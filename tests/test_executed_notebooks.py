@@ -2,6 +2,7 @@
 `notebooks/` as they are: each page exists, its figures exist, and the code each notebook ran is today's."""
 
 import importlib.util
+import io
 import json
 import re
 from pathlib import Path
@@ -124,3 +125,31 @@ def test_a_notebook_whose_figure_cell_shows_nothing_is_refused(tmp_path):
     nb.cells[2].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
                                                                          "text/plain": "<Figure>"})]
     assert pages.missing_figures(nb) == []
+
+
+def test_pages_figures_are_palette_pngs_that_look_the_same():
+    from PIL import Image, ImageChops, ImageDraw
+
+    image = Image.new("RGB", (300, 200), "white")
+    draw = ImageDraw.Draw(image)
+    for i in range(40):  # a chart-like picture: lines, boxes, text in a few colours
+        draw.line([(0, i * 5), (300, 200 - i * 5)], fill=(i * 6, 120, 255 - i * 6), width=2)
+    draw.rectangle([40, 40, 120, 90], outline=(0, 114, 178), width=3)
+    draw.text((150, 20), "click (30, 66)", fill="black")
+    raw = io.BytesIO()
+    image.convert("RGBA").save(raw, "PNG")
+    small = pages.compact_png(raw.getvalue())
+    assert len(small) < 0.7 * len(raw.getvalue())
+    shown = Image.open(io.BytesIO(small))
+    assert shown.mode == "P" and shown.size == image.size
+    diff = ImageChops.difference(shown.convert("RGB"), image)
+    assert max(hi for _, hi in diff.getextrema()) <= 48  # no colour moves far
+    # a picture a palette would not make smaller (already one) is kept as it was
+    assert pages.compact_png(small) == small
+
+
+def test_committed_page_figures_are_compacted():
+    pngs = sorted(EXECUTED.glob("*_files/*.png"))
+    assert pngs
+    loose = [p.name for p in pngs if pages.compact_png(p.read_bytes()) != p.read_bytes()]
+    assert not loose, f"{loose}: not compacted; run python scripts/executed_notebooks.py --compact"
