@@ -4,7 +4,7 @@ largest screenshots of `data_samples/train`, every GRPO completion forced to the
 (random weights rarely stop, so this is the worst case a real run can reach). One JSON per run in --out.
 
     python benchmarks/bench_gpu_recipe.py --out runs/bench_gpu                 # every recipe with device: cuda
-    python benchmarks/bench_gpu_recipe.py --out runs/bench_gpu --t4 --recipe configs/grpo_qwen2_5_vl_3b_qlora.yaml
+    python benchmarks/bench_gpu_recipe.py --out runs/bench_gpu --t4 --recipe configs/grpo_qwen2_5_vl_3b_t4.yaml
     python benchmarks/bench_gpu_recipe.py --tiny --out /tmp/bench              # the same code on the CPU, seconds
 
 Per run: peak allocated and reserved CUDA memory (while loading, and while training), and seconds per
@@ -14,10 +14,15 @@ CUDA synchronised at each boundary (the timers of bench_train_step.py). The JSON
 starts (status `loading`), when training starts (`running`: loading seconds and memory) and after every step,
 so a run stopped by a time limit keeps what it measured; `--summarize` reports such a run as stopped.
 `--build-only` builds and saves the random 3B model and exits (scripts/gpu_check.sh times it as its own part).
+Each step's grad_norm is recorded; a run passes (gpu_report.py) when every step trained with a grad_norm that is
+finite and not 0 and every GRPO completion ran to full length. GRPO runs score a `spread` reward beside the
+recipe's (random weights earn no reward, and all-equal rewards give a zero gradient).
 
 `--t4` runs a recipe as a 16 GB T4 would: torch answers that bf16 is only emulated (as on a T4), so the
-project computes in fp16 with the vision tower in fp32, and the process may take at most `--t4-gib` (15)
-GiB (`torch.cuda.set_per_process_memory_fraction`). Memory is what a T4 would need; seconds are this GPU's.
+project computes in fp16 mixed precision (with its loss scaler) and the vision tower in fp32, and torch's
+allocator may take at most `--t4-gib` GiB (default: a T4's usable memory, `gpu_estimate.T4`), a fraction of
+this GPU's real total (`torch.cuda.set_per_process_memory_fraction`). Out of memory there, the recipe does
+not fit a T4: the run fails. Memory is what a T4 would need; seconds are this GPU's.
 `--tiny` swaps the 3B architecture for the tiny stand-in, on the CPU unless `--device cuda`, with short
 completions and small screenshots.
 """
@@ -38,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,10 +57,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_train_step as step_timing  # noqa: E402
 import torch  # noqa: E402
+from gpu_estimate import T4  # noqa: E402
+from gpu_report import describe, passed, per_step, summarize  # noqa: E402
 
 from gui_r1_lite import training  # noqa: E402
 from gui_r1_lite.modeling import free_memory, vision_tower  # noqa: E402
-from gui_r1_lite.runio import read_json, write_json_atomic, write_text_atomic  # noqa: E402
+from gui_r1_lite.runio import read_json, write_json_atomic  # noqa: E402
 from gui_r1_lite.training.config import read_recipe  # noqa: E402
 
 GIB = 1024**3
@@ -63,7 +71,8 @@ TRAIN_DATA = ROOT / "data_samples" / "train"
 REAL_MODEL = "Qwen/Qwen2.5-VL-3B-Instruct"
 MODEL_DIR = Path(tempfile.gettempdir()) / "gui_r1_lite_bench_qwen2_5_vl_3b_random"
 BUILT = "bench_build.json"
-T4_GIB = 15.0
+#: --t4: what torch's allocator may take, a T4's usable memory (its total less its CUDA context)
+T4_GIB = round(T4.usable_gib, 2)
 #: --tiny: screenshots (and GRPO's completions) cut so that a run takes seconds on a CPU
 TINY = {"model": "tiny", "min_pixels": 3136, "max_pixels": 12544}
 TINY_GRPO = {"max_completion_length": 8}
@@ -226,14 +235,6 @@ def step_record(step: dict) -> dict:
     return {k: round(v, 4) for k, v in record.items()}
 
 
-def per_step(steps: list[dict]) -> dict:
-    """Medians over the steps after the first (CUDA and allocator warm-up); over every step when one ran."""
-    kept = steps[1:] if len(steps) > 1 else steps
-    keys = ("step_s", "generation_s", "forward_backward_s", "rest_s")
-    medians = {k: round(statistics.median(s[k] for s in kept), 4) for k in keys} if kept else {}
-    return {**medians, "steps": len(kept), "first_step_included": len(kept) == len(steps)}
-
-
 def completion_lengths(run_dir: Path, expected: int) -> dict | None:
     """Shortest, mean and longest completion over the run (TRL's logged lengths), and whether every
     completion ran to `expected` tokens."""
@@ -270,8 +271,16 @@ def record_generation(model, result: dict) -> None:
 
 def probe(result: dict, clock, out_file: Path, t0: float, cuda: bool):
     """A callback that fills `result` while training runs (precision and memory when it starts, each step's
-    seconds and the memory peaks after it) and rewrites `out_file` after every step."""
+    seconds, the memory peaks after it and its gradients: grad_norm, and whether the fp16 loss scaler skipped
+    the step, with its scale) and rewrites `out_file` after every step and every log."""
     from transformers import TrainerCallback
+
+    gradients = result.setdefault("gradients", [])
+
+    def gradient_record(step: int) -> dict:
+        if not gradients or gradients[-1]["step"] != step:
+            gradients.append({"step": step})
+        return gradients[-1]
 
     class Probe(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kw):
@@ -284,21 +293,57 @@ def probe(result: dict, clock, out_file: Path, t0: float, cuda: bool):
                 torch.cuda.reset_peak_memory_stats()  # from here on: training's own peaks
             write_json_atomic(out_file, result)  # a run killed in its first step still says what loading took
 
-        def on_step_end(self, args, state, control, **kw):
+        def on_step_end(self, args, state, control, optimizer=None, **kw):
             result["steps"] = [step_record(s) for s in clock.steps]
             result["per_step"] = per_step(result["steps"])
             result["memory"]["training"] = memory_now(cuda)
             result["wall_s"] = round(time.perf_counter() - t0, 2)
+            scaler = getattr(optimizer, "scaler", None)  # accelerate's optimizer: a GradScaler under fp16
+            gradient_record(len(clock.steps)).update(
+                skipped=bool(getattr(optimizer, "step_was_skipped", False)),
+                loss_scale=float(scaler.get_scale()) if scaler is not None else None)
             write_json_atomic(out_file, result)
 
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "grad_norm" in logs:  # logged after the step's on_step_end (logging_steps 1)
+                gradient_record(len(clock.steps))["grad_norm"] = float(logs["grad_norm"])
+                write_json_atomic(out_file, result)
+
     return Probe()
+
+
+def spread(completions: list, **columns: Any) -> list[float]:
+    """A reward that tells a group's answers apart: a hash of each answer's text, in [0, 1). The random 3B never
+    answers in the format, so the recipe's rewards are all 0, every advantage 0 and the gradient exactly 0,
+    and a zero grad_norm would then say nothing about the path the gradients take (what the check is for)."""
+    from gui_r1_lite.rewards import completion_text
+
+    return [zlib.crc32(completion_text(c).encode()) % 1000 / 1000 for c in completions]
+
+
+@contextlib.contextmanager
+def spread_rewards() -> Iterator[None]:
+    """The recipe's rewards and `spread` beside them with weight 1 (its own column in TRL's logs)."""
+    from gui_r1_lite import rewards
+
+    build = rewards.build_rewards
+
+    def with_spread(*args, **kwargs):
+        funcs, weights = build(*args, **kwargs)
+        return [*funcs, step_timing.TIMERS.wrap(step_timing.REW, spread, "reward spread")], [*weights, 1.0]
+
+    rewards.build_rewards = with_spread
+    try:
+        yield
+    finally:
+        rewards.build_rewards = build
 
 
 @contextlib.contextmanager
 def as_t4(gib: float) -> Iterator[float]:
     """This process as a 16 GB T4 runs it: bf16 only emulated (`torch.cuda.is_bf16_supported` answers as on a
     T4: yes with emulation, no without; `modeling.native_bf16` asks the latter), and at most `gib` GiB of
-    CUDA memory. Yields the memory fraction set."""
+    CUDA memory for torch's allocator: the fraction of this GPU's real total that is `gib`. Yields it."""
     fraction = min(1.0, gib * GIB / torch.cuda.get_device_properties(0).total_memory)
     answer = torch.cuda.is_bf16_supported
     torch.cuda.is_bf16_supported = lambda including_emulation=True: bool(including_emulation)
@@ -314,7 +359,8 @@ def settings(cfg: training.TrainConfig) -> dict:
     """The settings that decide a step's cost, as the run used them."""
     names = ("method", "quantization", "lora", "lora_r", "train_vision", "gradient_checkpointing", "min_pixels",
              "max_pixels", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate", "max_steps")
-    grpo = ("num_generations", "max_completion_length", "loss_type", "beta", "generation_kwargs")
+    grpo = ("num_generations", "max_completion_length", "steps_per_generation", "loss_type", "beta",
+            "generation_kwargs")
     return {n: cfg.get(n) for n in names + (grpo if cfg.method == "grpo" else ())}
 
 
@@ -340,7 +386,8 @@ def run(recipe: Path, args: argparse.Namespace, work: Path, model: str) -> dict:
         if args.t4:
             result.update(memory_limit_gib=args.t4_gib, memory_fraction=round(fraction, 4))
         try:
-            training.train(cfg, callbacks=[clock, probe(result, clock, out_file, t0, cuda)])
+            with spread_rewards() if cfg.method == "grpo" else contextlib.nullcontext():
+                training.train(cfg, callbacks=[clock, probe(result, clock, out_file, t0, cuda)])
             result["status"] = "ok"
         except Exception as exc:  # recorded: the next recipe still runs
             oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc)
@@ -354,78 +401,6 @@ def run(recipe: Path, args: argparse.Namespace, work: Path, model: str) -> dict:
     result["passed"] = passed(result)
     write_json_atomic(out_file, result)
     return result
-
-
-def passed(result: dict) -> bool:
-    """A run passes when it trained every step (or, as a T4, ran out of its memory: a finding, not a
-    fault) and every GRPO completion ran to full length."""
-    if result["status"] == "out_of_memory":
-        return result["t4"]
-    lengths = result.get("completion_lengths", {"full_length": True})
-    return result["status"] == "ok" and bool(lengths and lengths["full_length"])
-
-
-def status_text(result: dict) -> str:
-    """The run's status; a run still `loading` or `running` in its JSON was stopped from outside (a time limit)."""
-    if result["status"] == "loading":
-        return "stopped while loading"
-    if result["status"] == "running":
-        n = len(result.get("steps") or [])
-        return f"stopped after {n} step{'' if n == 1 else 's'}"
-    return result["status"]
-
-
-def describe(result: dict) -> str:
-    """One line per run for the log."""
-    s = result.get("per_step") or per_step(result.get("steps") or [])
-    mem = result["memory"].get("training") or result["memory"].get("at_failure") or {}
-    line = f"{result['run']}: {status_text(result)}{'' if result.get('passed') else ' (FAILED)'}"
-    if s.get("steps"):
-        line += (f"; step {s['step_s']:.2f} s = generation {s['generation_s']:.2f} + forward/backward "
-                 f"{s['forward_backward_s']:.2f} + rest {s['rest_s']:.2f} (median of {s['steps']})")
-    if "peak_allocated_gib" in mem:
-        line += f"; peak allocated {mem['peak_allocated_gib']} GiB, reserved {mem['peak_reserved_gib']} GiB"
-    lengths = result.get("completion_lengths")
-    if lengths:
-        line += f"; completions {lengths['min']}-{lengths['max']} tokens of {lengths['expected']}"
-    return line
-
-
-def memory_cell(result: dict) -> str:
-    """Peak allocated / reserved GiB while training (or when it failed), and the loading peak in brackets."""
-    mem = result["memory"].get("training") or result["memory"].get("at_failure") or {}
-    if "peak_allocated_gib" in mem:
-        loading = result["memory"].get("loading", {}).get("peak_allocated_gib", "-")
-        return f"{mem['peak_allocated_gib']} / {mem['peak_reserved_gib']} ({loading})"
-    return f"CPU: peak resident {mem['peak_rss_gib']}" if "peak_rss_gib" in mem else "-"
-
-
-def summary_table(results: list[dict]) -> str:
-    """The runs as a Markdown table (summary.md)."""
-    lines = ["| run | status | GPU | weights | peak allocated / reserved GiB (loading) | seconds a step = generation "
-             "+ forward/backward + rest | completion tokens |", "|---|---|---|---|---|---|---|"]
-    for r in results:
-        s, lengths = r.get("per_step") or per_step(r.get("steps") or []), r.get("completion_lengths")
-        gpu = r["environment"].get("gpu", "cpu") + (f" capped at {r['memory_limit_gib']} GiB" if r["t4"] else "")
-        seconds = (f"{s['step_s']:.1f} = {s['generation_s']:.1f} + {s['forward_backward_s']:.1f} + {s['rest_s']:.1f}"
-                   f" ({s['steps']} step{'s' if s['steps'] != 1 else ''})" if s.get("steps") else "-")
-        tokens = f"{lengths['min']:.0f}-{lengths['max']:.0f} of {lengths['expected']}" if lengths else "-"
-        weights, status = r.get("precision", {}).get("text_embedding", "?").replace("torch.", ""), status_text(r)
-        lines.append(f"| {r['run']} | {status} | {gpu} | {weights} | {memory_cell(r)} | {seconds} | {tokens} |")
-    return "\n".join(lines) + "\n"
-
-
-def summarize(out: Path) -> int:
-    """Write `out`/summary.md from the runs' JSON files there, and print it."""
-    results = [read_json(p) for p in sorted(out.glob("*.json"))]
-    results = [r for r in results if isinstance(r, dict) and "run" in r and "environment" in r]
-    if not results:
-        print(f"{out}: no benchmark results", file=sys.stderr)
-        return 1
-    text = summary_table(results)
-    write_text_atomic(out / "summary.md", text)
-    print(text, end="")
-    return 0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

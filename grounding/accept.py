@@ -8,8 +8,13 @@ Accepted where the interval lies above +10 points.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
+from gui_r1_lite.data import DataError, load_gui_r1, resolve_files
+from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.evaluate import require_positive
 from gui_r1_lite.runio import read_json, write_json_atomic
 
 from .pages import PageSettings, generate, kind_counts
@@ -26,20 +31,34 @@ def _settings(model_dir: Path) -> PageSettings:
     return PageSettings(**{k: tuple(v) if k == "kinds" else v for k, v in stage.items() if k != "steps"})
 
 
-def main(argv: list[str] | None = None) -> int:
-    import torch
-
-    from gui_r1_lite.data import load_gui_r1
-    from gui_r1_lite.modeling import load_policy
-
-    from .check import looks
-
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    """The flags, checked before torch loads: a count below 1, a model folder without its pretraining
+    record, a MiniWoB++ file that is not there: a usage error naming it."""
     p = argparse.ArgumentParser(prog="python -m grounding.accept", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, type=Path, help="a base folder written by grounding.pretrain")
     p.add_argument("--out", required=True, type=Path, help="JSON file for the figures")
     p.add_argument("--rows", type=int, default=200, help="held-out generated pages")
     p.add_argument("--miniwob", default=MINIWOB_TEST, help="the held-out MiniWoB++ file (only evaluated)")
     args = p.parse_args(argv)
+    require_positive({"--rows": args.rows})
+    if not (args.model / "pretrain_report.json").is_file():
+        raise UsageError(f"--model {args.model}: no pretrain_report.json there ({os.path.abspath(args.model)}); "
+                         "pass a base folder written by python -m grounding.pretrain (its model/)")
+    try:
+        resolve_files(args.miniwob)
+    except DataError as exc:
+        raise UsageError(f"--miniwob {exc}") from None
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    import torch
+
+    from gui_r1_lite.modeling import load_policy
+
+    from .check import looks
+
     torch.set_num_threads(1)
     st = _settings(args.model)
     pixels = pixels_for(st.width, st.height)
@@ -71,4 +90,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(main, prog="python -m grounding.accept"))

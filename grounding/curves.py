@@ -7,9 +7,12 @@ seeing vs blind, from the runs' `metrics.jsonl`, as one PNG.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import sys
 from pathlib import Path
 
+from gui_r1_lite.errors import UsageError, run_cli
 from gui_r1_lite.runio import read_jsonl
 
 
@@ -60,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, type=Path, help="PNG to write")
     p.add_argument("runs", nargs="+", type=Path, help="run folders of python -m grounding.pretrain")
     args = p.parse_args(argv)
+    for run in args.runs:
+        if not (run / "metrics.jsonl").is_file():
+            raise UsageError(f"{run}: no metrics.jsonl there ({os.path.abspath(run)}); pass run folders of "
+                             "python -m grounding.pretrain")
     # e2 before e10 (a shell's glob puts e10 first)
     runs = sorted(args.runs, key=lambda r: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", r.name)])
     print(draw(runs, args.out))
@@ -67,4 +74,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(main, prog="python -m grounding.curves"))

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gui_r1_lite.errors import run_cli
+from gui_r1_lite.evaluate import require_positive
 from gui_r1_lite.runio import write_json_atomic
 
 from .pages import KINDS, PageSettings, generate, kind_counts
@@ -35,17 +39,17 @@ class Stage:
 
 def parse_stage(text: str, base: PageSettings) -> Stage:
     """`STEPS:GRID:MIN:MAX:KIND[,KIND...][:GRADIENT]` (e.g. `400:4:1:3:colour:0.5`) -> a `Stage` of
-    `base`'s page size and header."""
+    `base`'s page size and header; ArgumentTypeError says what is wrong (the caller names the flag)."""
     parts = text.split(":")
     if len(parts) not in (5, 6):
-        raise argparse.ArgumentTypeError(f"--stage {text!r}: expected STEPS:GRID:MIN:MAX:KINDS[:GRADIENT]")
+        raise argparse.ArgumentTypeError("expected STEPS:GRID:MIN:MAX:KINDS[:GRADIENT]")
     try:
         steps, grid, lo, hi = (int(p) for p in parts[:4])
         gradient = float(parts[5]) if len(parts) == 6 else 0.0
         return Stage(steps, replace(base, grid=grid, min_elements=lo, max_elements=hi,
                                     kinds=tuple(parts[4].split(",")), gradient=gradient))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"--stage {text!r}: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -78,9 +82,28 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--merger-scale", type=float, default=1.0,
                    help="multiply the vision merger's output layer by this at the start (louder page content)")
     args = p.parse_args(argv)
+    require_positive({f"--{k.replace('_', '-')}": getattr(args, k) for k in (
+        "width", "height", "size", "hidden", "layers", "vision_hidden", "vision_depth", "batch", "eval_rows")})
+    try:
+        pixels_for(args.width, args.height)
+    except ValueError as exc:
+        p.error(f"--width {args.width} --height {args.height}: {exc}")
     base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header,
                         tint=args.tint)
-    args.stages = [parse_stage(s, base) for s in args.stage] or [Stage(1000, base)]
+    args.stages = []
+    for text in args.stage:
+        try:
+            args.stages.append(parse_stage(text, base))
+        except argparse.ArgumentTypeError as exc:
+            p.error(f"--stage {text!r}: {exc}")
+        if args.stages[-1].steps < 1:
+            p.error(f"--stage {text!r}: STEPS must be at least 1")
+    args.stages = args.stages or [Stage(1000, base)]
+    for flag in ("warmup", "eval_every", "short_prompt_steps"):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must be 0 or more, got {getattr(args, flag)}")
+    if args.init is not None and not Path(args.init, "config.json").is_file():
+        p.error(f"--init {args.init}: no model folder there ({os.path.abspath(args.init)} holds no config.json)")
     return args
 
 
@@ -115,6 +138,7 @@ def image_token_spread(policy, samples, pixels: tuple[int, int]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)  # before torch loads: a bad flag costs nothing
     import torch
 
     from gui_r1_lite.modeling import load_policy
@@ -124,7 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     from .loop import train_loop
 
     torch.set_num_threads(1)
-    args = _args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     pixels = pixels_for(args.width, args.height)
@@ -187,4 +210,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(main, prog="python -m grounding.pretrain"))

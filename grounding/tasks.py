@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
 from gui_r1_lite.data import Sample, write_gui_r1
+from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.evaluate import require_positive
 from gui_r1_lite.geometry import point_in_box
 from gui_r1_lite.runio import write_json_atomic
 
@@ -68,17 +71,20 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    require_positive({"--width": args.width, "--height": args.height, "--size": args.size,
+                      "--train-per-seed": args.train_per_seed, "--heldout-seeds": args.heldout_seeds,
+                      "--heldout-per-seed": args.heldout_per_seed})
     base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header)
+    if args.pages.count(":") != 3:
+        raise UsageError(f"--pages {args.pages!r}: expected GRID:MIN:MAX:KINDS")
     try:  # the pretraining's stage format, without its step count
         st = parse_stage(f"0:{args.pages}", base).settings
-    except (argparse.ArgumentTypeError, ValueError) as exc:
-        raise SystemExit(f"--pages {args.pages!r}: expected GRID:MIN:MAX:KINDS ({exc})") from None
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--pages {args.pages!r}: {exc}") from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     train = pages(st, TRAIN_SEEDS, args.train_per_seed)
     heldout = pages(st, range(HELDOUT_SEED_START, HELDOUT_SEED_START + args.heldout_seeds), args.heldout_per_seed)
-    if not train or not heldout:
-        raise SystemExit("no pages written: --train-per-seed, --heldout-seeds and --heldout-per-seed must be >= 1")
     write_gui_r1(train, out / "train.parquet", schema="train")
     write_gui_r1(heldout, out / "heldout.parquet", schema="benchmark")
     write_json_atomic(out / "data_report.json", {
@@ -92,4 +98,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(run_cli(main, prog="python -m grounding.tasks"))

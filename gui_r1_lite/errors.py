@@ -1,17 +1,26 @@
 """Errors a person can act on, and how every command line reports them: the message alone (the fix is
-in it), exit code 2 for a usage error and 1 for a failed run, the traceback only with `--debug` or
-`GUI_R1_LITE_DEBUG=1` (for bug reports)."""
+in it), exit code 2 for a usage error and 1 for a failed run (a full disk included), 143 when stopped
+by SIGTERM and 130 by Ctrl-C, saying where the results so far are and how to go on; the traceback
+only with `--debug` or `GUI_R1_LITE_DEBUG=1` (for bug reports)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 DEBUG_ENV = "GUI_R1_LITE_DEBUG"
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 128 + signal.SIGINT   # 130, as a shell reports Ctrl-C
+EXIT_TERMINATED = 128 + signal.SIGTERM   # 143, as a shell reports SIGTERM
+#: The errno values of a write that found no room: the device is full, or the user's quota is.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class UsageError(ValueError):
@@ -22,11 +31,68 @@ class RunFailed(RuntimeError):
     """The run started but produced nothing usable; the message says why. Exit code 1."""
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived (raised in the main thread by `run_cli`'s handler, or by work that stopped at a
+    safe point after one). A `BaseException`, as `KeyboardInterrupt` is: `except Exception` blocks
+    must not swallow it, `finally` blocks and context managers still run."""
+
+
+@contextmanager
+def on_stop(note: str) -> Iterator[None]:
+    """While inside, a stop (SIGTERM, Ctrl-C, a full disk) leaving the block carries `note` to the
+    command line's one line: where the results so far are and how to go on. The outermost block's
+    note wins (a suite's folder, not one benchmark's)."""
+    try:
+        yield
+    except (Terminated, KeyboardInterrupt, OSError) as exc:
+        exc.stop_note = note  # type: ignore[union-attr]
+        raise
+
+
+def _stop_note(exc: BaseException) -> str:
+    note = getattr(exc, "stop_note", None)
+    return f"; {note}" if note else ""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def _on_sigterm(handler: Callable) -> Iterator[None]:
+    """`handler` answers SIGTERM while inside; outside the main thread, where no handler can be set,
+    nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)  # None: set outside Python
+
+
+@contextmanager
+def deferred_sigterm() -> Iterator[Callable[[], bool]]:
+    """Inside, a first SIGTERM is only noted (the function yielded says whether one came), so the
+    work can stop at its next safe point (training: the end of a step, with a checkpoint); a second
+    one stops at once (`Terminated`). Outside the main thread the function always says no."""
+    came = threading.Event()
+
+    def note(signum, frame) -> None:
+        if came.is_set():
+            raise Terminated()
+        came.set()
+
+    with _on_sigterm(note):
+        yield came.is_set
+
+
 def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | None = None, *,
             prog: str = "gui_r1_lite", usage_errors: tuple[type[BaseException], ...] = ()) -> int:
     """Call `main(argv)` (without `--debug`) and turn `UsageError` (and `usage_errors`, e.g. a module's
-    config error) into exit code 2 and `RunFailed` into 1, with one line on stderr. Anything else is a
-    bug and propagates with its traceback."""
+    config error) into exit code 2, `RunFailed` and a full disk into 1, SIGTERM into 143 and Ctrl-C
+    into 130, with one line on stderr. Anything else is a bug and propagates with its traceback."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     if argv is not None:
@@ -34,21 +100,31 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
     elif "--debug" in sys.argv:
         sys.argv = [a for a in sys.argv if a != "--debug"]
     try:
-        code = main(argv)
+        with _on_sigterm(_raise_terminated):  # ends through `finally` blocks, saying so, not silently mid-write
+            code = main(argv)
     except (UsageError, *usage_errors) as exc:
         return _report(prog, exc, EXIT_USAGE, debug)
     except RunFailed as exc:
         return _report(prog, exc, EXIT_FAILED, debug)
-    except KeyboardInterrupt:
-        print(f"[{prog}] interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        if exc.errno not in DISK_FULL:
+            raise
+        return _report(prog, exc, EXIT_FAILED, debug,
+                       f"disk full: could not write {exc.filename or 'a file (the library did not name it)'} "
+                       f"({exc.strerror}); what was written before is intact, free some space{_stop_note(exc)}")
+    except Terminated as exc:
+        return _report(prog, exc, EXIT_TERMINATED, debug,
+                       f"stopped by SIGTERM{' ' + str(exc) if str(exc) else ''}{_stop_note(exc)}", prefix="")
+    except KeyboardInterrupt as exc:
+        return _report(prog, exc, EXIT_INTERRUPTED, debug, f"interrupted{_stop_note(exc)}", prefix="")
     return int(code or 0)
 
 
-def _report(prog: str, exc: BaseException, code: int, debug: bool) -> int:
+def _report(prog: str, exc: BaseException, code: int, debug: bool, message: str | None = None,
+            prefix: str = "error: ") -> int:
     if debug:
         traceback.print_exception(exc)
-    print(f"[{prog}] error: {exc}", file=sys.stderr)
-    if not debug:
+    print(f"[{prog}] {prefix}{exc if message is None else message}", file=sys.stderr)
+    if not debug and prefix:
         print(f"[{prog}] (run with --debug or {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
     return code

@@ -8,6 +8,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import types
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -154,6 +155,42 @@ def resolve_dtype(dtype, device):
     raise ValueError(f"dtype must be a torch.dtype, one of {sorted(names)} or None, got {dtype!r}")
 
 
+def outside_autocast(module) -> None:
+    """Run `module`'s forward with autocast off: under fp16 mixed precision (TRL's `fp16`, the loss scaler's
+    partner on a GPU without native bf16) autocast would compute the fp32 vision tower's matmuls in fp16,
+    where its MLP overflows. Its output is cast to the language model's dtype where it is used, as without
+    autocast. A bound method, as accelerate wraps forwards: a deep copy of the model rebinds it to the copy."""
+    if getattr(module.forward, "__func__", None) is not _forward_outside_autocast:
+        module.forward = types.MethodType(_forward_outside_autocast, module)
+
+
+def _forward_outside_autocast(self, *args, **kwargs):
+    import torch
+
+    with torch.autocast(next(self.parameters()).device.type, enabled=False):
+        return type(self).forward(self, *args, **kwargs)
+
+
+#: The variables through which torch reads its CUDA allocator's settings (the second is torch >= 2.9's name).
+ALLOC_CONF_VARIABLES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def set_cuda_allocator(conf: str | None) -> str | None:
+    """Apply `conf` (PYTORCH_CUDA_ALLOC_CONF's syntax, e.g. "expandable_segments:True") to this process's CUDA
+    memory, unless the environment already sets the allocator (it wins). Before CUDA starts it goes into the
+    environment, which torch reads then; once CUDA runs (a notebook that used the GPU already) into the running
+    allocator, for the memory it reserves from then on. Returns the settings in force (None: torch's own)."""
+    import torch
+
+    current = next((os.environ[v] for v in ALLOC_CONF_VARIABLES if os.environ.get(v)), None)
+    if not conf or current:
+        return current
+    os.environ[ALLOC_CONF_VARIABLES[0]] = conf
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.memory._set_allocator_settings(conf)
+    return conf
+
+
 #: Kept out of quantisation: the vision tower (the original trains it, and NF4 costs it most) and the
 #: output head. "visual" covers the older layout where the tower sits at the top.
 QUANTIZATION_SKIP = ("model.visual", "visual", "lm_head")
@@ -290,6 +327,7 @@ def load_policy(model_id_or_dir: str | os.PathLike, quantization: Quantization |
                              **_model_kwargs(torch_dtype, dev, qconfig, attn_implementation, cache_only))
     if str(torch_dtype) == "torch.float16":
         vision_tower(model).float()  # Qwen2.5-VL's vision MLP overflows in fp16; its output is cast back
+        outside_autocast(vision_tower(model))  # and fp16 mixed precision (a T4's) must not compute it in fp16
 
     training = settings is not None or (adapter is not None and adapter_trainable)
     if quantization == "4bit" and dev.type == "cpu":
@@ -381,6 +419,7 @@ def _with_adapter(model, settings: LoraSettings | None, adapter: str | os.PathLi
 
 __all__ = [
     "FP16_NOTE", "QUANTIZATIONS", "QUANTIZATION_SKIP", "LoraSettings", "ModelSourceError", "Policy", "Quantization",
-    "check_quantization", "free_memory", "load_policy", "lora_targets", "native_bf16", "quantization_config",
-    "resolve_device", "resolve_dtype", "set_vision_trainable", "vision_tower",
+    "check_quantization", "free_memory", "load_policy", "lora_targets", "native_bf16", "outside_autocast",
+    "quantization_config", "resolve_device", "resolve_dtype", "set_cuda_allocator", "set_vision_trainable",
+    "vision_tower",
 ]

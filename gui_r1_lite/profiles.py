@@ -23,11 +23,17 @@ class Profile:
     max_pixels: int
     description: str
     # curation (notebook 01): answers sampled per row, their length (a real model needs room for
-    # <think>…</think><answer>…</answer>), the success-rate band kept, rows per (platform, action) group
+    # <think>…</think><answer>…</answer>), the success-rate band kept, rows per (platform, action) group;
+    # rows scored (0: all) and rows sampled in one `generate` (each with k copies of its screenshot)
     difficulty_k: int = 5
     difficulty_max_new_tokens: int = 32
     difficulty_band: tuple[float, float] = (0.1, 0.9)
     balance_per_group: int = 1000
+    difficulty_rows: int = 0
+    difficulty_batch_rows: int = 8
+    # the model whose answers judge each row's difficulty ("": the profile's own model); a folder relative
+    # to the repository or absolute, or a hub id
+    difficulty_model: str = ""
     # training (notebook 04, `experiments.plan_experiment`): the GRPO recipe; the experiment, "miniature"
     # (see miniature/) or "recipe" (its GRPO run on the training data); the miniature's seeds, seeds side
     # by side (0: one per core), live-page episodes per task and arm and the arms that play them; the
@@ -64,6 +70,17 @@ class Profile:
         tokens = max_new_tokens if max_new_tokens is not None else self.eval_max_new_tokens
         return prediction_settings(preset or self.eval_preset, max_new_tokens=tokens, **pixels)
 
+    def difficulty_settings(self) -> dict:
+        """Notebook 01's `curation.difficulty` keyword arguments: answers per row, the band kept, the pixel
+        bounds, and the rows sampled in one `generate` (`batch_size`)."""
+        return {"k": self.difficulty_k, "band": self.difficulty_band, "min_pixels": self.min_pixels,
+                "max_pixels": self.max_pixels, "batch_size": self.difficulty_batch_rows}
+
+    def rows_to_score(self, samples: list, rows: int | None = None) -> list:
+        """The first `rows` of `samples` for the difficulty step (None: the profile's `difficulty_rows`; 0: all)."""
+        n = self.difficulty_rows if rows is None else rows
+        return list(samples[:n]) if n else list(samples)
+
     def data_source(self, which: str, data_dir: str | None = None) -> str:
         """The profile's `train` or `eval` data, `data_samples/` replaced by `data_dir` when given
         (notebooks run from their own folder)."""
@@ -80,9 +97,12 @@ PROFILES: dict[str, Profile] = {
         train_data="data_samples/train", eval_data="data_samples/test",
         min_pixels=28 * 28 * 16, max_pixels=28 * 28 * 64,
         description="tiny Qwen2.5-VL built locally, shipped samples; any CPU, minutes",
-        # A random-weight model solves nothing (every rate is 0), so a (0.1, 0.9) band would drop
-        # every row; cpu-mini records the rates and keeps them all.
+        # The random-weight tiny model solves nothing (every rate would be 0): the shipped base of the
+        # miniature judges instead, and solves some MiniWoB++ rows (its answers close within 48 tokens).
+        # cpu-mini records the rates and keeps every row, so that later notebooks keep every platform;
+        # notebook 01 prints what the (0.1, 0.9) band would drop.
         difficulty_k=4, difficulty_band=(0.0, 1.0), balance_per_group=600,
+        difficulty_model="grounding/base", difficulty_max_new_tokens=48,
         grpo_recipe="configs/grpo_tiny_cpu.yaml", experiment="miniature",
         # a few short answers at the tiny model's own frame: the figures check the pipeline
         eval_preset="fast", eval_limit=8, eval_max_new_tokens=48, eval_own_pixels=True),
@@ -92,6 +112,9 @@ PROFILES: dict[str, Profile] = {
         min_pixels=262_144, max_pixels=1_258_291,
         description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
         difficulty_k=5, difficulty_max_new_tokens=512, difficulty_band=(0.1, 0.9), balance_per_group=1000,
+        # one row's 5 answers a `generate`, 12 rows: sized to a T4 (docs/gpu.md, benchmarks/gpu_estimate.py:
+        # ~6 GiB, ~1 min a generate, ~13 min in all); all rows: difficulty_rows=0 (hours)
+        difficulty_rows=12, difficulty_batch_rows=1,
         grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe",
         # as the paper evaluates: every row, 1,024 tokens, near-native screenshots, greedy with penalty 1.05
         eval_preset="paper", eval_limit=0),

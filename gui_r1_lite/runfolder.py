@@ -1,7 +1,8 @@
 """What made a run folder, and whether a new run may use it. Every run writes `run.json` into its
 folder: what its results depend on (model sources, data files by content, settings) and a short
 fingerprint. A rerun with the same record resumes the folder; any other run is refused with what
-differs, in words, and how to start fresh."""
+differs, in words, and how to start fresh. While a run writes its folder it holds the folder's lock
+(`hold_folder`), so a second process writing the same folder is refused at once."""
 
 from __future__ import annotations
 
@@ -9,15 +10,18 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from .errors import UsageError
+from .errors import UsageError, on_stop
 from .runio import is_main_process, iter_jsonl, read_json, write_json_atomic
 
 RUN_FILE = "run.json"
+#: The lock a run holds on its folder; it records the holder's pid (the lock itself is the kernel's).
+LOCK_FILE = ".lock"
 #: With `cheap`, files above this size are hashed by size, first and last MiB: retraining changes
 #: weights everywhere, and reading a 7 GB checkpoint to resume an evaluation would cost minutes.
 WHOLE_HASH_LIMIT = 64 * 2**20
@@ -28,6 +32,10 @@ SHOWN = 6
 
 class RunFolderMismatch(UsageError):
     """The folder holds results made by another run (other policy, data or settings)."""
+
+
+class FolderInUse(UsageError):
+    """Another live process is writing the folder."""
 
 
 def _file_digest(path: Path, cheap: bool) -> str:
@@ -128,6 +136,55 @@ def writable_folder(folder: str | os.PathLike, flag: str = "--out", error: type[
         raise error(f"{flag} {folder}: cannot be written ({exc.strerror or exc}); "
                     "pass a folder you can write to") from None
     return path
+
+
+#: Folders this process holds: resolved path -> (lock file descriptor, how many `hold_folder` deep).
+_HELD: dict[Path, tuple[int, int]] = {}
+
+
+def _lock(path: Path, flag: str) -> int:
+    import fcntl
+
+    fd = os.open(path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.read(fd, 32).decode("utf-8", "replace").strip() or "unknown"
+        os.close(fd)
+        raise FolderInUse(f"{flag} {path} is being written by another process (pid {pid}, which holds "
+                          f"{path / LOCK_FILE}); wait for it to end or stop it, or pass another {flag}") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+@contextmanager
+def hold_folder(folder: str | os.PathLike, then: str, *, flag: str = "--out",
+                error: type[UsageError] = UsageError) -> Iterator[Path]:
+    """Hold `folder` (made if missing, `writable_folder`) for this process while inside: its
+    `LOCK_FILE` is locked (`fcntl.flock`) and records this pid, so a second process that would write
+    the same folder is refused at once (`FolderInUse`, a usage error naming the folder, `flag` and
+    the other pid; a folder that cannot be written is `error`). The kernel drops the lock when the
+    process ends, however it ends: a killed run leaves the file but no lock, and never blocks its
+    rerun. Holding a held folder again nests; the other ranks of a multi-process run write the main
+    one's folder and hold nothing. A stop inside (SIGTERM, Ctrl-C, a full disk) says that what is
+    finished is kept in `folder`, and `then`."""
+    path = writable_folder(folder, flag, error)
+    key = path.resolve()
+    if not is_main_process() or os.name != "posix":
+        yield path
+        return
+    fd, depth = _HELD.get(key) or (_lock(path, flag), 0)
+    _HELD[key] = (fd, depth + 1)
+    try:
+        with on_stop(f"what it finished is kept in {path}; {then}"):
+            yield path
+    finally:
+        fd, depth = _HELD.pop(key)
+        if depth > 1:
+            _HELD[key] = (fd, depth - 1)
+        else:
+            os.close(fd)  # closing the last descriptor releases the lock
 
 
 def open_run_folder(out_dir: str | os.PathLike, made_by: dict, *, results: Sequence[str], holds: str, resume: str,

@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import RunFailed, UsageError
 from .evaluate import (
+    RESUME_NOTE,
     Benchmark,
     Preset,
     evaluate,
@@ -28,7 +29,7 @@ from .evaluate import (
     run_record,
 )
 from .metrics import GR_RULES, PAPER_GUI_R1_3B, PAPER_GUI_R1_3B_COLUMNS, paper_grounding, percent
-from .runfolder import writable_folder
+from .runfolder import hold_folder
 from .runio import write_json_atomic, write_text_atomic
 
 #: GUI-R1's benchmark files as published (`<stem>.parquet`), in the order of the paper's tables.
@@ -86,19 +87,19 @@ def run_suite(data: str | os.PathLike | Mapping[str, Benchmark], policy: Any, ou
     `load_suite`'s result), each into `out_dir/<stem>/`; writes and returns `suite.json`:
     `{"benchmarks": {stem: metrics}, "file_rows", "missing", "preset", "settings", "policy", ...}`."""
     benches = load_suite(data, limit) if not isinstance(data, Mapping) else dict(data)
-    out = writable_folder(out_dir, "--out")
-    results = {stem: evaluate(bench, policy, out / stem, benchmark=stem, batch_size=batch_size,
-                              max_new_tokens=max_new_tokens, compat=compat, min_pixels=min_pixels,
-                              max_pixels=max_pixels, limit=limit, seed=seed, progress=progress, overwrite=overwrite,
-                              preset=preset)
-               for stem, bench in benches.items()}
-    first = next(iter(results.values()))
-    suite = {"benchmarks": results, "file_rows": {stem: file_rows(b) for stem, b in benches.items()},
-             "missing": [s for s in SUITE_STEMS if s not in results], "preset": first["preset"],
-             "settings": first["settings"], "policy": first["policy"], "compat": compat,
-             "gr_rule": GR_RULES.get(compat, compat), "limit": limit}
-    write_json_atomic(out / SUITE_JSON, suite)
-    write_text_atomic(out / SUITE_MD, suite_markdown(suite) + "\n")
+    with hold_folder(out_dir, RESUME_NOTE) as out:
+        results = {stem: evaluate(bench, policy, out / stem, benchmark=stem, batch_size=batch_size,
+                                  max_new_tokens=max_new_tokens, compat=compat, min_pixels=min_pixels,
+                                  max_pixels=max_pixels, limit=limit, seed=seed, progress=progress,
+                                  overwrite=overwrite, preset=preset)
+                   for stem, bench in benches.items()}
+        first = next(iter(results.values()))
+        suite = {"benchmarks": results, "file_rows": {stem: file_rows(b) for stem, b in benches.items()},
+                 "missing": [s for s in SUITE_STEMS if s not in results], "preset": first["preset"],
+                 "settings": first["settings"], "policy": first["policy"], "compat": compat,
+                 "gr_rule": GR_RULES.get(compat, compat), "limit": limit}
+        write_json_atomic(out / SUITE_JSON, suite)
+        write_text_atomic(out / SUITE_MD, suite_markdown(suite) + "\n")
     return suite
 
 
@@ -175,20 +176,20 @@ def suite_markdown(suite: Mapping[str, Any]) -> str:
 def suite_main(args: argparse.Namespace) -> int:
     """`evaluate --suite DIR`: check the folder, --out, every file and run folder before the model
     loads once."""
-    out = writable_folder(args.out, "--out")
-    benches = load_suite(args.suite, args.limit)
-    others = sorted(p.name for p in Path(args.suite).glob("*.parquet") if p.stem not in SUITE_STEMS)
-    if others:
-        print(f"[evaluate] not GUI-R1 benchmark files, left out: {', '.join(others)}", file=sys.stderr)
-    policy, identity, name, s = policy_from_args(args)
-    for stem, bench in benches.items():
-        made_by = run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"], s["max_new_tokens"],
-                             args.limit)
-        open_run_folder(out / stem, made_by, overwrite=args.overwrite, about=run_about(name, bench, s))
-    policy = policy or load_model_completer(args, name)
-    suite = run_suite(benches, policy, out, preset=s["preset"], compat=args.compat, batch_size=args.batch_size,
-                      limit=args.limit, seed=args.seed, max_new_tokens=s["max_new_tokens"],
-                      min_pixels=s["min_pixels"], max_pixels=s["max_pixels"])
+    with hold_folder(args.out, RESUME_NOTE) as out:  # a second process writing --out is refused at once
+        benches = load_suite(args.suite, args.limit)
+        others = sorted(p.name for p in Path(args.suite).glob("*.parquet") if p.stem not in SUITE_STEMS)
+        if others:
+            print(f"[evaluate] not GUI-R1 benchmark files, left out: {', '.join(others)}", file=sys.stderr)
+        policy, identity, name, s = policy_from_args(args)
+        for stem, bench in benches.items():
+            made_by = run_record(bench, identity, args.compat, s["min_pixels"], s["max_pixels"],
+                                 s["max_new_tokens"], args.limit)
+            open_run_folder(out / stem, made_by, overwrite=args.overwrite, about=run_about(name, bench, s))
+        policy = policy or load_model_completer(args, name)
+        suite = run_suite(benches, policy, out, preset=s["preset"], compat=args.compat, batch_size=args.batch_size,
+                          limit=args.limit, seed=args.seed, max_new_tokens=s["max_new_tokens"],
+                          min_pixels=s["min_pixels"], max_pixels=s["max_pixels"])
     print(suite_markdown(suite))
     print(f"wrote {out / SUITE_JSON}, {out / SUITE_MD} and one folder per benchmark")
     return 0

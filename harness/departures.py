@@ -450,6 +450,15 @@ def departures_markdown(rows: list[Departure]) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m harness.departures > docs/results/departures.md
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.departures > docs/results/departures.md`: the table for today's settings (no flags)."""
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m harness.departures", description=main.__doc__).parse_args(argv)
     print("<!-- written by python -m harness.departures (tests/test_departures.py keeps it current) -->")
     print(departures_markdown(departures()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from gui_r1_lite.errors import UsageError
 from gui_r1_lite.profiles import Profile, get_profile
 from gui_r1_lite.progress import report
 
@@ -54,10 +55,33 @@ class Experiment:
     def pixels(self) -> dict[str, int]:
         return {"min_pixels": self.profile.min_pixels, "max_pixels": self.profile.max_pixels}
 
-    def describe(self) -> str:
-        """The training configuration or the miniature's settings, as YAML (notes first, as comments)."""
-        values = self.config.to_dict() if self.kind == "recipe" else self.settings.to_dict()
-        return "".join(f"# {note}\n" for note in self.notes) + yaml.safe_dump(values, sort_keys=False)
+    def describe(self, full: bool = False) -> str:
+        """The notes (what the plan changed, where its data comes from), then the settings a learner reads
+        first, a few lines; `full`: every setting of the training configuration or the miniature, as YAML."""
+        notes = "".join(f"# {note}\n" for note in self.notes)
+        if full:
+            values = self.config.to_dict() if self.kind == "recipe" else self.settings.to_dict()
+            return notes + yaml.safe_dump(values, sort_keys=False)
+        return notes + "\n".join(f"{k}: {v}" for k, v in self._headline().items())
+
+    def _headline(self) -> dict[str, Any]:
+        if self.kind == "recipe":
+            c = self.config.to_dict()
+            return {"method": c["method"], "model": f"{c['model']} ({c['quantization'] or 'no'} quantisation, "
+                                                       f"LoRA {'r ' + str(c['lora_r']) if c['lora'] else 'off'})",
+                    "train_data": c["train_data"], "steps": c["max_steps"], "learning rate": c["learning_rate"],
+                    "answers per prompt": c["num_generations"], "temperature": c["temperature"],
+                    "beta (KL)": c["beta"], "max_completion_length": c["max_completion_length"],
+                    "pixels": f"{c['min_pixels']}..{c['max_pixels']}", "rewards": c["rewards"],
+                    "every setting": f"{c['output_dir']}/train_config.yaml (describe(full=True))"}
+        s = self.settings
+        return {"from": s.base_model, "tasks": ", ".join(s.tasks), "seeds": ", ".join(map(str, self.seeds)),
+                "SFT": f"lr {s.sft_extra_lr}, trains {s.sft_extra_stop:.0%} of {s.extra_prompts} prompt visits "
+                       "(early stopping)",
+                "GRPO": f"lr {s.grpo_lr}, {s.num_generations} answers a prompt, {s.grpo_prompts_per_step} prompts "
+                        f"a step, temperature {s.temperature}, beta {s.beta}",
+                "budget": f"fair={s.fair}", "rewards": s.rewards,
+                "every setting": f"{self.miniature_dir}/settings.json (describe(full=True))"}
 
 
 @dataclass
@@ -94,7 +118,8 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
     out = Path(output_dir)
     if kind == "recipe":  # scored on the profile's evaluation data, or the shipped test files
         eval_file = Path(prof.data_source("eval", str(data_dir)))
-        return Experiment(kind, prof, out, config=_recipe_config(prof, out, data_dir, run_dir, train_data, max_steps),
+        config, note = _recipe_config(prof, out, data_dir, run_dir, train_data, max_steps)
+        return Experiment(kind, prof, out, config=config, notes=[note],
                           heldout=eval_file if eval_file.exists() else Path(data_dir, "test"))
     if kind == "miniature":
         overrides = yaml.safe_load(miniature_settings or "") or {}
@@ -116,13 +141,32 @@ def plan_experiment(profile: str, experiment: str = "", *, output_dir: str | os.
     raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {kind!r}")
 
 
+def curated_source(prof: Profile, run_dir, data_dir) -> tuple[str, str]:
+    """Notebook 01's curated file in `run_dir` and a note saying so, or, where 01 has not run there, the
+    profile's raw training split and a note naming where the curated file was looked for. Curated data of
+    another profile (another model judged its difficulty) is refused, naming both."""
+    found = pipeline.result_path(run_dir, "01")
+    curated = pipeline.read_result(run_dir, "01")
+    if not curated or not curated.get("curated"):
+        raw = prof.data_source("train", str(data_dir))
+        return raw, (f"notebook 01's curated data is not in {found} (run notebook 01 with this run_dir, or pass "
+                     f"train_data): training on the uncurated split {raw}")
+    made = (curated.get("profile"), curated.get("model", prof.model))
+    if made != (prof.name, prof.model):
+        raise UsageError(f"{found}: notebook 01 curated under profile {made[0]!r} (model {made[1]}), this run is "
+                         f"{prof.name!r} (model {prof.model}); run notebook 01 with profile {prof.name!r} into "
+                         f"this run_dir, or pass train_data")
+    rows = curated.get("rows")
+    return curated["curated"], f"training on notebook 01's curated file {curated['curated']} ({rows} rows)"
+
+
 def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str, max_steps: int):
-    """The profile's GRPO recipe, on notebook 01's curated file when the pipeline made one."""
+    """The profile's GRPO recipe, on notebook 01's curated file when there is one, and a note on its data."""
     from gui_r1_lite.training import TrainConfig
     from gui_r1_lite.training.config import read_recipe
 
-    curated = pipeline.read_result(run_dir, "01")
-    source = train_data or (curated or {}).get("curated") or prof.data_source("train", str(data_dir))
+    source, note = (train_data, f"training on train_data {train_data}") if train_data else \
+        curated_source(prof, run_dir, data_dir)
     # resume: a re-run into the same folder (`--from 04`, a new Colab session) continues the run; a
     # changed recipe is still refused by the run folder's fingerprint
     overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo"), "resume": True}
@@ -131,7 +175,7 @@ def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str,
     held_out = read_recipe(pipeline.REPO / prof.grpo_recipe).get("validation_data") or ""
     if data_dir and held_out.startswith("data_samples/"):  # notebooks run from their own folder
         overrides["validation_data"] = str(Path(data_dir) / held_out[len("data_samples/"):])
-    return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides)
+    return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides), note
 
 
 def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4, live=None) -> TrainingRun:

@@ -327,10 +327,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.start is not None and args.start > first and not (Path(args.out) / "artifacts").is_dir():
         raise UsageError(f"--from {args.start}: {args.out} holds no earlier run (no artifacts/ folder); "
                          "pass the run folder of the run to resume, or leave out --from")
-    if args.out is not None:
-        writable_folder(args.out, "--out")
     if args.data_dir is not None and not Path(args.data_dir).is_dir():
         raise UsageError(f"--data-dir {args.data_dir}: no such folder")
+    if args.out is not None:
+        writable_folder(args.out, "--out")
     summary = run_pipeline(args.profile, args.out, args.start,
                            data_dir=Path(args.data_dir) if args.data_dir else None)
     print(f"[pipeline] summary: {Path(summary['run_dir']) / 'summary.json'} ({summary['total_seconds']} s)")

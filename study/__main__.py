@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the study or the sweep (or rewrite a finished study's report) and print its tables."""
     ap = _parser()
     args, overrides = parse_command(ap, argv)
+    seeds = parse_seeds(args.seeds, STUDY_SEEDS if args.study else (0,))
     if args.results:
         writable_folder(args.results, "--results")  # before anything runs
     if args.report and not args.study:
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.study:
         writable_folder(args.study, "--study")
         episodes = overrides.pop("online_episodes", STUDY_ONLINE_EPISODES)
-        study = run_study(args.study, parse_seeds(args.seeds, STUDY_SEEDS), workers=args.workers,
+        study = run_study(args.study, seeds, workers=args.workers,
                           online_episodes=episodes, all_tasks=not args.no_all_tasks, train_data=args.train_data,
                           heldout_data=args.heldout_data,
                           **overrides)
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     writable_folder(args.sweep, "--sweep")
     # every SFT configuration under both budgets, unless `--set fair=...` names one
     fair_modes = (overrides.pop("fair"),) if "fair" in overrides else FAIR_MODES
-    result = run_sweep(args.sweep, parse_seeds(args.seeds, (0,)), train_data=args.train_data, workers=args.workers,
+    result = run_sweep(args.sweep, seeds, train_data=args.train_data, workers=args.workers,
                        fair_modes=fair_modes, **overrides)
     print(sweep_table(result))
     print(f"\nwall time {result['wall_seconds']:.1f} s; wrote {Path(args.sweep) / SWEEP_FILE}")

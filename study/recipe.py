@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gui_r1_lite.errors import run_cli
+from gui_r1_lite.evaluate import require_positive
 from gui_r1_lite.runio import read_json, write_json_atomic
 from harness.miniature.__main__ import parse_seeds
 from harness.miniature.parallel import default_workers
@@ -128,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", metavar="DIR", help=f"then copy {PROBE_FILE} into DIR (docs/results: the "
                     "copy the departures table cites)")
     args = ap.parse_args(argv)
-    result = run_probe(args.out, parse_seeds(args.seeds, (0, 1)), workers=args.workers)
+    seeds = parse_seeds(args.seeds, (0, 1))
+    require_positive({"--workers": args.workers})
+    result = run_probe(args.out, seeds, workers=args.workers)
     print(probe_table(result))
     if args.results:
         for copy in ship_results(args.out, [PROBE_FILE], args.results):

@@ -1,10 +1,13 @@
 """Row and file builders shared by several test modules: GUI-R1 training rows (good and bad) and
-small benchmark-schema parquet files. Test modules import these from here, never from each other."""
+small benchmark-schema parquet files; and the faults a run folder meets (another process holding it,
+a full disk). Test modules import these from here, never from each other."""
 
 from __future__ import annotations
 
 import io
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -94,3 +97,39 @@ def write_benchmark_files(folder: Path) -> list[Path]:
     pq.write_table(pa.Table.from_pylist(_screenspot_rows()), paths[0])
     pq.write_table(pa.Table.from_pylist(_androidcontrol_rows()), paths[1])
     return paths
+
+
+_HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, f"{os.getpid()}\\n".encode())
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def hold_lock(folder: Path) -> subprocess.Popen:
+    """Another process holding `folder`'s run lock (`folder/.lock`, `fcntl.flock`), as a run writing
+    the folder does; stop it with `.kill()` (its pid stays in the file, its lock goes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(folder / ".lock")], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def full_disk_for(monkeypatch, name: str, after: int = 0) -> None:
+    """From the `after`+1-th time on, a file called `name` opened for writing (through `Path.open`) is
+    /dev/full: every write to it fails as on a full disk (ENOSPC, from the kernel)."""
+    real = Path.open
+    seen = []
+
+    def opening(self, mode="r", *args, **kwargs):
+        if self.name == name and "r" not in mode:
+            seen.append(self)
+            if len(seen) > after:
+                return real(Path("/dev/full"), mode.replace("a", "w"), *args, **kwargs)
+        return real(self, mode, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", opening)

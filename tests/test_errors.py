@@ -55,3 +55,22 @@ def test_a_bug_is_not_hidden(monkeypatch):
 def test_success_returns_main_code():
     assert run_cli(lambda argv: None, []) == 0
     assert run_cli(lambda argv: 3, []) == 3
+
+
+def test_a_first_sigterm_is_noted_for_the_next_safe_point_and_a_second_stops_at_once():
+    import os
+    import signal
+    import time
+
+    from gui_r1_lite.errors import Terminated, deferred_sigterm
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated), deferred_sigterm() as asked:
+        assert not asked()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # the handler runs between two bytecodes of this thread
+        assert asked()  # noted, the work goes on to its safe point
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+        raise AssertionError("a second SIGTERM did not stop at once")
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler of before is back

@@ -4,8 +4,11 @@ folder that knows what made it, bad inputs answered with the fix, failures recor
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,7 +20,7 @@ from gui_r1_lite import evaluate as E
 from gui_r1_lite.errors import RunFailed, UsageError
 from harness import cli
 from harness import pipeline as P
-from tests.helpers import MINI, write_benchmark_files
+from tests.helpers import MINI, full_disk_for, hold_lock, write_benchmark_files
 
 ROOT = Path(__file__).resolve().parents[1]
 PIXELS = ["--min-pixels", str(MINI["min_pixels"]), "--max-pixels", str(MINI["max_pixels"])]
@@ -363,3 +366,118 @@ def test_an_unreadable_stage_record_reruns_the_stage(tmp_path):
     info = run_stage(tmp_path / "s", lambda: {"steps": 4})
     assert info["steps"] == 4 and info["skipped"] is False
     assert run_stage(tmp_path / "s", lambda: {"steps": 5})["steps"] == 4  # now read back
+
+
+# --- faults: SIGTERM, a bad line inside predictions.jsonl, two writers of one folder, a full disk ---------
+
+#: `python -m gui_r1_lite.evaluate ARGS` whose random baseline takes 0.3 s a batch, so that a test can
+#: stop the run between two batches whatever the machine's speed.
+_SLOW_EVALUATE = """
+import runpy, time
+from gui_r1_lite.evaluate import completers
+real = completers.RandomBaseline.complete
+def slow(self, *args):
+    time.sleep(0.3)
+    return real(self, *args)
+completers.RandomBaseline.complete = slow
+runpy.run_module("gui_r1_lite.evaluate", run_name="__main__", alter_sys=True)
+"""
+
+
+def _random_argv(data: Path, out: Path) -> list[str]:
+    return ["--data", str(data), "--baseline", "random", "--out", str(out), "--batch-size", "1", *PIXELS]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_sigterm_mid_run_exits_143_naming_the_folder_and_a_rerun_gives_the_uninterrupted_file(
+        screenspot, tmp_path, capsys):
+    assert _cli(["evaluate", *_random_argv(screenspot, tmp_path / "full")], capsys)[0] == 0
+    out = tmp_path / "part"
+    proc = subprocess.Popen([sys.executable, "-c", _SLOW_EVALUATE, *_random_argv(screenspot, out)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(E.read_records(out / E.PREDICTIONS)) < 2:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=20)  # before: killed silently (-15), no word of what to do
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    said = stderr.replace("\r", "\n").strip().splitlines()  # the progress bar's lines, then one line of ours
+    assert sum("SIGTERM" in line for line in said) == 1 and "Traceback" not in stderr
+    assert "stopped by SIGTERM" in said[-1] and str(out) in said[-1] and "same arguments" in said[-1]
+    kept = _lines(out / E.PREDICTIONS)
+    assert 2 <= len(kept) < 8 and kept == _lines(tmp_path / "full" / E.PREDICTIONS)[:len(kept)]  # whole lines
+    assert _cli(["evaluate", *_random_argv(screenspot, out)], capsys)[0] == 0
+    for name in (E.PREDICTIONS, E.METRICS_JSON):
+        assert (out / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+
+
+def test_a_bad_line_inside_predictions_is_named_never_trusted_and_its_row_predicted_again(
+        screenspot, tmp_path, capsys):
+    full, out = tmp_path / "full", tmp_path / "part"
+    assert _cli(["evaluate", *_random_argv(screenspot, full)], capsys)[0] == 0
+    out.mkdir()
+    (out / E.RUN_FILE).write_bytes((full / E.RUN_FILE).read_bytes())
+    lines = (full / E.PREDICTIONS).read_bytes().splitlines(keepends=True)
+    # line 3: bytes that are not UTF-8 (a disk's garbage); line 5: a record cut short, then the next one
+    lines[2] = b"\xff\xfe\x00garbage\n"
+    lines[4] = lines[4][:40] + b"\n"
+    (out / E.PREDICTIONS).write_bytes(b"".join(lines[:6]))
+    code, _, err = _cli(["evaluate", *_random_argv(screenspot, out)], capsys)  # before: UnicodeDecodeError
+    assert code == 0, err
+    warning = [line for line in err.splitlines() if "not trusted" in line]
+    assert len(warning) == 1 and str(out / E.PREDICTIONS) in warning[0] and "line 3, 5" in warning[0]
+    again = (out / E.PREDICTIONS).read_text(encoding="utf-8")
+    assert all(json.loads(line) for line in again.splitlines())  # no garbage left
+    assert sorted(again.splitlines()) == sorted(_lines(full / E.PREDICTIONS))  # rows 3 and 5 predicted again
+    assert json.loads((out / E.METRICS_JSON).read_text()) == json.loads((full / E.METRICS_JSON).read_text())
+
+
+def test_a_second_process_writing_the_same_out_is_refused_naming_its_pid(screenspot, tmp_path, capsys):
+    out = tmp_path / "run"
+    holder = hold_lock(out)
+    try:
+        code, _, err = _cli(["evaluate", *_random_argv(screenspot, out)], capsys)
+        # before: both wrote predictions.jsonl, lines interleaved
+        assert code == 2 and str(out) in err and f"pid {holder.pid}" in err and "Traceback" not in err
+        assert not (out / E.PREDICTIONS).exists() and not (out / E.RUN_FILE).exists()
+    finally:
+        holder.kill()  # SIGKILL: the kernel drops its lock, its pid stays in the file
+        holder.wait()
+    assert (out / ".lock").read_text().strip() == str(holder.pid)
+    assert _cli(["evaluate", *_random_argv(screenspot, out)], capsys)[0] == 0  # a dead holder does not block
+    assert len(E.read_records(out / E.PREDICTIONS)) == 8
+
+
+def test_a_full_disk_while_appending_predictions_exits_1_naming_the_file(screenspot, tmp_path, capsys,
+                                                                         monkeypatch):
+    assert _cli(["evaluate", *_random_argv(screenspot, tmp_path / "full")], capsys)[0] == 0
+    out = tmp_path / "part"
+    full_disk_for(monkeypatch, E.PREDICTIONS, after=3)
+    code, _, err = _cli(["evaluate", *_random_argv(screenspot, out)], capsys)  # before: a traceback
+    assert code == 1 and "Traceback" not in err, err
+    assert "disk full" in err and str(out / E.PREDICTIONS) in err and "same arguments" in err
+    assert _lines(out / E.PREDICTIONS) == _lines(tmp_path / "full" / E.PREDICTIONS)[:3]  # three whole batches
+    monkeypatch.undo()
+    assert _cli(["evaluate", *_random_argv(screenspot, out)], capsys)[0] == 0
+    assert (out / E.PREDICTIONS).read_bytes() == (tmp_path / "full" / E.PREDICTIONS).read_bytes()
+
+
+def test_a_full_disk_while_writing_metrics_keeps_the_old_file_and_no_temporary_one(screenspot, tmp_path, capsys,
+                                                                                    monkeypatch):
+    out = tmp_path / "run"
+    assert _cli(["evaluate", *_random_argv(screenspot, out)], capsys)[0] == 0
+    before = (out / E.METRICS_JSON).read_bytes()
+    # the atomic writer's temporary file is a link to /dev/full: writing it fails with ENOSPC from the kernel
+    (out / f".{E.METRICS_JSON}.tmp-{os.getpid()}").symlink_to("/dev/full")
+    code, _, err = _cli(["evaluate", *_random_argv(screenspot, out)], capsys)
+    assert code == 1 and "disk full" in err and str(out / E.METRICS_JSON) in err and "Traceback" not in err
+    assert (out / E.METRICS_JSON).read_bytes() == before
+    assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gui_r1_lite import profiles
+from gui_r1_lite.errors import UsageError
 from gui_r1_lite.runio import append_jsonl
 from harness import experiments, miniature, pipeline
 
@@ -25,7 +26,7 @@ def test_cpu_mini_plans_the_miniature_with_the_notebook_s_settings(tmp_path):
     exp = plan(tmp_path, seeds="0, 2", miniature_settings="{warm_steps: 8, tasks: [click-tab]}")
     assert exp.kind == "miniature" and exp.seeds == [0, 2]
     assert exp.settings.warm_steps == 8 and exp.miniature_dir == tmp_path / "04" / "miniature"
-    assert "warm_steps: 8" in exp.describe()
+    assert "warm_steps: 8" in exp.describe(full=True)
 
 
 def test_the_miniature_runs_its_seeds_side_by_side_one_per_core(tmp_path, monkeypatch):
@@ -87,11 +88,12 @@ def test_the_recipe_trains_on_the_profile_s_data_without_notebook_01(tmp_path):
     cfg = exp.config.to_dict()
     assert cfg["train_data"] == str(DATA / "train") and cfg["max_steps"] == 3
     assert cfg["output_dir"] == str(tmp_path / "04" / "grpo") and exp.heldout == DATA / "test"
-    assert "max_steps: 3" in exp.describe()
+    assert "max_steps: 3" in exp.describe(full=True) and "steps: 3" in exp.describe()
 
 
 def test_the_recipe_trains_on_notebook_01_s_curated_file_when_there_is_one(tmp_path):
-    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"), {"curated": "/data/curated.parquet"})
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"), {"curated": "/data/curated.parquet",
+                                                                  "profile": "cpu-mini"})
     assert plan(tmp_path, experiment="recipe").config.to_dict()["train_data"] == "/data/curated.parquet"
     given = plan(tmp_path, experiment="recipe", train_data="/data/mine.parquet")
     assert given.config.to_dict()["train_data"] == "/data/mine.parquet"
@@ -114,5 +116,33 @@ def test_notebook_05_reads_back_the_miniature_notebook_04_reported(tmp_path):
 def test_the_gpu_recipe_validates_on_held_out_rows_found_from_the_notebook_folder(tmp_path, monkeypatch):
     # notebooks run from notebooks/: the recipe's data_samples/test must be read through data_dir
     monkeypatch.chdir(Path(__file__).resolve().parents[1] / "notebooks")
-    cfg = experiments._recipe_config(profiles.get_profile("gpu-3b"), tmp_path, "../data_samples", tmp_path, "", 0)
+    cfg, _ = experiments._recipe_config(profiles.get_profile("gpu-3b"), tmp_path, "../data_samples", tmp_path, "", 0)
     assert cfg.validation_data == "../data_samples/test" and Path(cfg.validation_data).is_dir()
+
+
+def test_the_plan_reads_in_a_few_lines_and_keeps_every_setting_on_request(tmp_path):
+    exp = plan(tmp_path)
+    short, full = exp.describe(), exp.describe(full=True)
+    assert len(short.splitlines()) <= 10 < len(full.splitlines())
+    assert f"lr {exp.settings.grpo_lr}" in short and exp.settings.base_model in short
+    assert str(exp.miniature_dir / "settings.json") in short
+
+
+def test_the_recipe_says_it_trains_on_the_uncurated_split_when_01_has_not_run_there(tmp_path):
+    exp = plan(tmp_path, experiment="recipe")
+    looked = pipeline.result_path(tmp_path, "01")
+    assert f"not in {looked}" in exp.describe() and f"uncurated split {DATA / 'train'}" in exp.describe()
+
+
+def test_curated_data_of_another_profile_is_refused_naming_both(tmp_path):
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"),
+                          {"curated": "/data/curated.parquet", "profile": "gpu-3b",
+                           "model": "Qwen/Qwen2.5-VL-3B-Instruct", "rows": 9})
+    with pytest.raises(UsageError, match=r"profile 'gpu-3b' \(model Qwen/Qwen2.5-VL-3B-Instruct\), this run is "
+                                         r"'cpu-mini' \(model tiny\)"):
+        plan(tmp_path, experiment="recipe")
+    # the same profile's curation is used, and the plan says so
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"),
+                          {"curated": "/data/curated.parquet", "profile": "cpu-mini", "model": "tiny", "rows": 9})
+    exp = plan(tmp_path, experiment="recipe")
+    assert exp.config.to_dict()["train_data"] == "/data/curated.parquet" and "(9 rows)" in exp.describe()

@@ -70,7 +70,7 @@ def test_no_tracked_file_refers_outside_the_repository():
     ("written by /" + "root/build.sh", True),
     ("as DESIGN" + ".md says", True),
     ("[docs](../docs/pipeline.md) from a notebook", False),   # a link inside the repository
-    ("output_dir = \"../runs/notebooks/01\"", False),
+    ("output_dir = \"../runs/notebooks/artifacts/01_data_curation\"", False),
     ("python -m capture preview x.parquet --out /tmp/preview", False),  # a scratch folder, not a reference
     ("executable_path=\"/usr/bin/chromium\"", False),
 ])

@@ -175,3 +175,16 @@ def test_04_grpo_training_recipe(tmp_path):
     assert (Path(result["base_model"]) / "config.json").exists()
     files = len(list((DATA / "test").glob("*.parquet")))  # samples_shown rows of each benchmark file
     assert len((out / "samples_end" / "predictions.jsonl").read_text().splitlines()) == 2 * files
+
+
+def test_run_interactively_each_notebook_writes_where_the_later_ones_look():
+    """Stepped through by hand (no papermill parameters), 01..05 share one run folder laid out as the
+    pipeline lays it out: notebook 04 finds 01's curated file and 05 finds 04's result there."""
+    here = ROOT / "notebooks"
+    run_dir = (here / "../runs/notebooks").resolve()
+    for nb_path in pipeline.notebook_paths():
+        defaults = papermill.inspect_notebook(str(nb_path))
+        folder = {name: (here / defaults[name]["default"].strip("\"'")).resolve()
+                  for name in ("output_dir", "run_dir") if name in defaults}
+        assert folder.get("run_dir", run_dir) == run_dir, nb_path.name
+        assert folder["output_dir"] == pipeline.artifacts_dir(run_dir, nb_path.stem), nb_path.name

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,66 @@ def test_rank_and_world_size_follow_the_launcher(monkeypatch):
     monkeypatch.setenv("RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert (runio.rank(), runio.world_size(), runio.is_main_process()) == (1, 2, False)
+
+
+def test_a_resuming_writer_names_every_line_it_cannot_trust_and_rewrites_the_file_without_them(tmp_path, capsys):
+    path = tmp_path / "p.jsonl"
+    # line 2: bytes that are not UTF-8; line 4: a record cut short with the next one on its line; line 6:
+    # a record without what makes it one (`valid`); line 7: the torn last line a kill leaves
+    path.write_bytes(b'{"id": "a"}\n\xff\xfe\x00\x00garbage\n{"id": "b"}\n{"id": "c", "x{"id": "d"}\n\n'
+                     b'{"note": 1}\n{"id": "e", "pa')
+    assert runio.read_jsonl(path) == [{"id": "a"}, {"id": "b"}, {"note": 1}]  # a reader skips them, with no word
+    kept = runio.clean_jsonl(path, lambda r: True, valid=lambda r: "id" in r, then="they are computed again")
+    assert [r["id"] for r in kept] == ["a", "b"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "4 line(s)" in err[0] and "line 2, 4, 6, 7" in err[0]
+    assert "computed again" in err[0]
+    assert path.read_text() == '{"id": "a"}\n{"id": "b"}\n'  # appending to it stays valid
+    runio.clean_jsonl(path, lambda r: True)
+    assert capsys.readouterr().err == ""  # a clean file: nothing to say, nothing rewritten
+
+
+class _ShortWriteThenFull:
+    """A file whose write puts down half the text, then fails as a full disk does."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def write(self, text):
+        self.fh.write(text[:len(text) // 2])
+        self.fh.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.fh.close()
+
+
+def test_an_append_that_finds_the_disk_full_leaves_whole_lines_and_names_the_file(tmp_path, monkeypatch):
+    path = tmp_path / "p.jsonl"
+    runio.append_jsonl(path, [{"id": "a"}, {"id": "b"}])
+    before = path.read_bytes()
+    real = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, mode="r", *a, **k: _ShortWriteThenFull(real(self, mode, *a, **k))
+                        if self == path and "a" in mode else real(self, mode, *a, **k))
+    with pytest.raises(OSError) as err:
+        runio.append_jsonl(path, [{"id": "c", "pad": "x" * 100}, {"id": "d"}])
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(path)  # before: no file named
+    assert path.read_bytes() == before  # before: half a line left at the end
+
+
+def test_an_atomic_write_that_finds_the_disk_full_keeps_the_old_file_and_names_it(tmp_path):
+    path = tmp_path / "r.json"
+    runio.write_json_atomic(path, {"ok": 1})
+    tmp = tmp_path / f".r.json.tmp-{os.getpid()}"
+    tmp.symlink_to("/dev/full")  # the temporary file is /dev/full: the kernel answers ENOSPC
+    with pytest.raises(OSError) as err:
+        runio.write_json_atomic(path, {"ok": 2})
+    assert err.value.errno == errno.ENOSPC and err.value.filename == str(path)
+    assert runio.read_json(path) == {"ok": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from gui_r1_lite.errors import UsageError
 from gui_r1_lite.training import ConfigError, TrainConfig, last_checkpoint, read_metrics, resolve_model, train
+from tests.helpers import full_disk_for, hold_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = dict(min_pixels=3136, max_pixels=50176, device="cpu", logging_steps=1)
@@ -183,3 +185,55 @@ def test_python_m_train_exits_2_without_a_traceback(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "bad.yaml: not valid YAML" in done.stderr
+
+
+# --- faults: two writers of one folder, a bad line inside metrics.jsonl, a full disk -------------------
+
+def _argv(data: str, out: Path) -> list[str]:
+    return ["--method", "grpo", "--train_data", data, "--output_dir", str(out), "--max_steps", "1",
+            "--num_generations", "4", "--per_device_train_batch_size", "4", "--max_completion_length", "8",
+            "--min_pixels", "3136", "--max_pixels", "50176", "--device", "cpu"]
+
+
+def test_a_second_run_into_a_held_output_dir_is_refused_naming_its_pid(toy_data, tmp_path, capsys, no_model):
+    out = tmp_path / "run"
+    holder = hold_lock(out)
+    try:
+        code, err = _run_main(_argv(toy_data, out), capsys)  # before: went on to load its model beside the other
+        lines = err.strip().splitlines()
+        assert code == 2 and lines[0].startswith("[train] error: --output_dir ") and len(lines) == 2, err
+        assert str(out) in lines[0] and f"pid {holder.pid}" in lines[0]
+        assert not (out / "run.json").exists()
+    finally:
+        holder.kill()  # SIGKILL: the kernel drops its lock, the file stays with its pid
+        holder.wait()
+    with pytest.raises(ModelLoaded):  # a lock left by a dead process does not block: the run goes on
+        train(TrainConfig.from_dict(dict(train_data=toy_data, output_dir=str(out), max_steps=1, **GRPO)))
+
+
+def test_a_bad_line_inside_metrics_is_named_and_dropped_on_resume(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from gui_r1_lite.training.callbacks import MetricsJsonl
+
+    path = tmp_path / "metrics.jsonl"
+    step = [json.dumps({"step": s, "loss": s / 10}).encode() for s in range(5)]
+    # line 2: bytes that are not UTF-8 where step 2 stood; line 4: step 4 cut short with step 5 on its line;
+    # then the end-of-run summary of the run that was stopped at step 4
+    path.write_bytes(b"\n".join([step[1], b"\xff\xfe\x00garbage", step[3], step[4][:9] + step[4], step[4],
+                                 b'{"step": 4, "train_runtime": 3.0}']) + b"\n")
+    state = SimpleNamespace(global_step=3, is_world_process_zero=True)  # resumed from checkpoint-3
+    MetricsJsonl().on_train_begin(SimpleNamespace(output_dir=str(tmp_path)), state, None)  # before: UnicodeDecodeError
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert len(warning) == 1 and str(path) in warning[0] and "line 2, 4" in warning[0], warning
+    assert path.read_bytes() == step[1] + b"\n" + step[3] + b"\n"  # no garbage; steps past 3 are logged again
+
+
+def test_a_full_disk_is_one_line_exit_1_naming_the_file(toy_data, tmp_path, capsys, monkeypatch, no_model):
+    out = tmp_path / "run"
+    full_disk_for(monkeypatch, f".run.json.tmp-{os.getpid()}")  # run.json's atomic write, the run's first file
+    code, err = _run_main(_argv(toy_data, out), capsys)  # before: a traceback
+    assert code == 1 and "Traceback" not in err, err
+    assert err.startswith("[train] error: disk full: could not write ") and str(out / "run.json") in err
+    assert "--resume" in err and not (out / "run.json").exists()
+    assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]

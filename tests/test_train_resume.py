@@ -1,5 +1,6 @@
-"""Kill-and-resume: a GRPO run on the tiny model is SIGKILLed between two checkpoints and continued
-with `--resume`; it must end at exactly `max_steps`, from the checkpoint, with every step logged once."""
+"""Kill-and-resume: a GRPO run on the tiny model is SIGKILLed between two checkpoints, or stopped by
+SIGTERM (it saves a checkpoint at the end of its step), and continued with `--resume`; it must end at
+exactly `max_steps`, from the checkpoint, with every step logged once."""
 
 from __future__ import annotations
 
@@ -114,3 +115,52 @@ def test_killed_grpo_run_resumes_from_its_last_checkpoint(toy_data, tmp_path):
     assert [r["step"] for r in records if "train_runtime" in r] == [MAX_STEPS]  # the end-of-run summary
     assert (out / "metrics.jsonl").read_text().splitlines()[:saved] == kept_lines
     assert (out / "adapter" / "adapter_config.json").exists()
+
+
+def test_sigterm_stops_at_the_end_of_a_step_with_a_checkpoint_and_resume_ends_as_an_uninterrupted_run(
+        toy_data, tmp_path):
+    out, whole = tmp_path / "run", tmp_path / "whole"
+    cmd = _command(toy_data, out)
+    cmd[cmd.index("--save_steps") + 1] = "100"  # no checkpoint on the schedule: the one to resume is the stop's
+    log = tmp_path / "stopped.log"
+
+    # 1. SIGTERM once a step is logged: the run ends at the end of its step, saving a checkpoint there.
+    with log.open("w") as fh:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=fh,
+                                env=_env(GUI_R1_PROBE_STEP_SLEEP=str(STEP_SLEEP)))
+        try:
+            deadline = time.monotonic() + CHILD_TIMEOUT
+            while not _logged_steps(out):
+                assert proc.poll() is None and time.monotonic() < deadline, _tail(log)
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            proc.wait(timeout=60)  # before: killed at once (-15), the steps since the last checkpoint lost
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(timeout=60)
+    assert proc.returncode == 143, _tail(log)
+    assert time.monotonic() - sent < 30  # the end of one step, not the end of the run
+    stopped = last_checkpoint(out)
+    saved = _step_of(stopped)
+    assert 0 < saved < MAX_STEPS and _logged_steps(out) == list(range(1, saved + 1))
+    said = _tail(log).strip().splitlines()[-1]
+    assert said == (f"[train] stopped by SIGTERM after step {saved} of {MAX_STEPS} (saved as checkpoint-{saved}); "
+                    f"what it finished is kept in {out}; to continue, run the same command again with --resume")
+    assert not (out / "adapter").exists()
+
+    # 2. --resume continues from that checkpoint and ends where an uninterrupted run ends.
+    resumed = subprocess.run([*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT,
+                             env=_env())
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"[train] resuming from {stopped}" in resumed.stdout
+    records = read_metrics(out)
+    assert [r["step"] for r in records if "loss" in r] == list(range(1, MAX_STEPS + 1))
+    assert [r["step"] for r in records if "train_runtime" in r] == [MAX_STEPS]  # the stopped part's summary dropped
+    cmd[cmd.index("--output_dir") + 1] = str(whole)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT, env=_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    ranks = [json.loads((folder / "ranks" / "rank0.json").read_text()) for folder in (out, whole)]
+    assert ranks[0]["global_step"] == ranks[1]["global_step"] == MAX_STEPS
+    assert ranks[0]["trainable_fingerprint"] == ranks[1]["trainable_fingerprint"]

@@ -40,6 +40,7 @@ from .run import (
     BLIND_NOTE,
     METRICS_JSON,
     METRICS_MD,
+    RESUME_NOTE,
     evaluate,
     open_run_folder,
     resolve_completer,
@@ -50,7 +51,7 @@ from .run import (
 __all__ = [
     "BASELINES", "BLIND_NOTE", "Benchmark", "Completer", "DEFAULT_MAX_NEW_TOKENS", "DEFAULT_PRESET",
     "GREEDY_FIELDS", "METRICS_JSON", "METRICS_MD", "ModelCompleter", "OracleBaseline", "PREDICTIONS", "PRESETS",
-    "Preset", "RUN_FILE", "RandomBaseline", "RunFolderMismatch", "SAMPLING_FIELDS", "as_completer",
+    "Preset", "RESUME_NOTE", "RUN_FILE", "RandomBaseline", "RunFolderMismatch", "SAMPLING_FIELDS", "as_completer",
     "check_settings", "completer_identity", "completer_pixels", "evaluate", "get_preset", "load_benchmark",
     "load_model_completer", "main", "make_baseline", "make_record", "model_identity", "open_run_folder",
     "parse_args", "policy_from_args", "predict", "prediction_settings", "processor_pixels", "read_records",

@@ -24,12 +24,12 @@ from ..actions import COMPATS
 from ..errors import UsageError
 from ..metrics import to_markdown
 from ..modeling import QUANTIZATIONS
-from ..runfolder import completer_identity, model_identity, writable_folder
+from ..runfolder import completer_identity, hold_folder, model_identity
 from .benchmark import load_benchmark
 from .completers import BASELINES, Completer, ModelCompleter, make_baseline
 from .predictions import PREDICTIONS
 from .presets import DEFAULT_PRESET, PRESETS, check_settings, prediction_settings, require_positive
-from .run import BLIND_NOTE, METRICS_JSON, METRICS_MD, evaluate, open_run, resolve_completer
+from .run import BLIND_NOTE, METRICS_JSON, METRICS_MD, RESUME_NOTE, evaluate, open_run, resolve_completer
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -107,15 +107,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.suite is not None:
         raise UsageError("--suite runs through the command, evaluate_cli.main (python -m gui_r1_lite.evaluate "
                          "--suite DIR ..., gui-r1-lite evaluate --suite DIR ...)")
-    writable_folder(args.out, "--out")
-    bench = load_benchmark(args.data, args.limit)
-    bench.require_rows()
-    policy, identity, name, s = policy_from_args(args)
-    open_run(args.out, bench, identity, name, s, args.compat, args.limit, blind=args.blind, overwrite=args.overwrite)
-    policy = policy or load_model_completer(args, name)
-    summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat, limit=args.limit,
-                       seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],
-                       min_pixels=s["min_pixels"], max_pixels=s["max_pixels"], blind=args.blind)
+    with hold_folder(args.out, RESUME_NOTE):  # a second process writing --out is refused before anything loads
+        bench = load_benchmark(args.data, args.limit)
+        bench.require_rows()
+        policy, identity, name, s = policy_from_args(args)
+        open_run(args.out, bench, identity, name, s, args.compat, args.limit, blind=args.blind,
+                 overwrite=args.overwrite)
+        policy = policy or load_model_completer(args, name)
+        summary = evaluate(bench, policy, args.out, batch_size=args.batch_size, compat=args.compat,
+                           limit=args.limit, seed=args.seed, preset=s["preset"], max_new_tokens=s["max_new_tokens"],
+                           min_pixels=s["min_pixels"], max_pixels=s["max_pixels"], blind=args.blind)
     print((BLIND_NOTE if args.blind else "") + to_markdown(summary))
     print(f"wrote {Path(args.out) / PREDICTIONS}, {METRICS_JSON}, {METRICS_MD}")
     return 0

@@ -69,10 +69,12 @@ def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, b
     (JSONL), flushed per batch; return the records of `rows`, in order.
 
     Rows whose id is already in the file are skipped (resume after a crash: nothing computed is
-    lost, and the finished file equals an uninterrupted run's). Only the compat of those records is
-    checked here; `evaluate` checks that its folder was begun by the same policy, data and settings.
-    `rows` must be made with the pixel bounds given (default: the processor's for a model, GUI-R1's
-    for a baseline); `keys` are unique record ids, one per row (default `row_keys`).
+    lost, and the finished file equals an uninterrupted run's); a line of it that is not a whole
+    record, at the end or inside, is dropped, named on stderr, and its row predicted again. Only
+    the compat of those records is checked here; `evaluate` checks that its folder was begun by the
+    same policy, data and settings. `rows` must be made with the pixel bounds given (default: the
+    processor's for a model, GUI-R1's for a baseline); `keys` are unique record ids, one per row
+    (default `row_keys`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -84,7 +86,9 @@ def predict(policy: Any, rows: Sequence[EvalRow], out_path: str | os.PathLike, b
         raise ValueError("keys must be unique, one per row")
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done = {r["id"]: r for r in clean_jsonl(out_path, lambda r: "id" in r)}
+    # a line that is not a whole record, wherever it stands, is named on stderr and its row predicted again
+    done = {r["id"]: r for r in clean_jsonl(out_path, lambda r: True, valid=lambda r: "id" in r,
+                                            then="their rows are predicted again")}
     wanted = set(keys)
     other = {r.get("compat") for k, r in done.items() if k in wanted} - {compat}
     if other:

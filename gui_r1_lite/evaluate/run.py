@@ -13,7 +13,7 @@ from ..blind import blind_record, blind_samples
 from ..data import to_eval_rows
 from ..errors import UsageError
 from ..metrics import summarize, to_markdown
-from ..runfolder import as_stored, completer_identity
+from ..runfolder import as_stored, completer_identity, hold_folder
 from ..runfolder import open_run_folder as open_folder
 from ..runio import write_json_atomic, write_text_atomic
 from .benchmark import Benchmark, load_benchmark, report_skipped, row_keys
@@ -23,6 +23,8 @@ from .presets import Preset, check_settings, prediction_settings
 
 METRICS_JSON = "metrics.json"
 METRICS_MD = "metrics.md"
+#: How an evaluation stopped part-way goes on (said with its folder when it stops: SIGTERM, Ctrl-C, a full disk).
+RESUME_NOTE = "to continue, run the same command again (same arguments): finished rows are not predicted again"
 #: What a blind run's Markdown says first (`--blind`): its figures are not the policy's with the screen.
 BLIND_NOTE = "Blind check: every screenshot was replaced by a white image of the same size.\n\n"
 
@@ -115,18 +117,19 @@ def evaluate(data: Any, policy: Any, out_dir: str | os.PathLike, *, benchmark: s
         bench = replace(bench, samples=blind_samples(bench.samples))
     validation = report_skipped(bench)
     rows = to_eval_rows(bench.samples, lo, hi)
-    out = open_run(out_dir, bench, completer_identity(completer), completer.name, settings, compat, limit,
-                   blind=blind, overwrite=overwrite)
-    records = predict(completer, rows, out / PREDICTIONS, batch_size, tokens, compat,
-                      min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
-    summary = summarize(records, benchmark or bench.name)
-    summary.update({"policy": completer.name, "compat": compat, "skipped": bench.report.skipped(),
-                    "skipped_rows": bench.report.rows_skipped, "validation": validation, "min_pixels": lo,
-                    "max_pixels": hi, "max_new_tokens": tokens, "preset": settings["preset"], "settings": settings,
-                    "blind": blind})
-    stems = sorted({r["benchmark"] for r in records})
-    if len(stems) > 1:
-        summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
-    write_json_atomic(out / METRICS_JSON, summary)
-    write_text_atomic(out / METRICS_MD, (BLIND_NOTE if blind else "") + to_markdown(summary) + "\n")
+    with hold_folder(out_dir, RESUME_NOTE):
+        out = open_run(out_dir, bench, completer_identity(completer), completer.name, settings, compat, limit,
+                       blind=blind, overwrite=overwrite)
+        records = predict(completer, rows, out / PREDICTIONS, batch_size, tokens, compat,
+                          min_pixels=lo, max_pixels=hi, keys=row_keys(bench.samples), seed=seed, progress=progress)
+        summary = summarize(records, benchmark or bench.name)
+        summary.update({"policy": completer.name, "compat": compat, "skipped": bench.report.skipped(),
+                        "skipped_rows": bench.report.rows_skipped, "validation": validation, "min_pixels": lo,
+                        "max_pixels": hi, "max_new_tokens": tokens, "preset": settings["preset"],
+                        "settings": settings, "blind": blind})
+        stems = sorted({r["benchmark"] for r in records})
+        if len(stems) > 1:
+            summary["per_file"] = {s: summarize([r for r in records if r["benchmark"] == s], s) for s in stems}
+        write_json_atomic(out / METRICS_JSON, summary)
+        write_text_atomic(out / METRICS_MD, (BLIND_NOTE if blind else "") + to_markdown(summary) + "\n")
     return summary

@@ -52,6 +52,10 @@ class TrainArguments:
         "help": "folder of a saved adapter to start from and go on training (e.g. the SFT warm start)"})
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "recompute activations in the backward pass (less memory); applied when the model loads"})
+    cuda_alloc_conf: str | None = field(default=None, metadata={
+        "help": "PYTORCH_CUDA_ALLOC_CONF for the run's CUDA memory, e.g. expandable_segments:True (blocks that grow "
+                "instead of new ones: less memory lost to fragmentation); set when the model loads, and a value "
+                "already in the environment wins; null: the environment's"})
     train_data: str = field(default="data_samples/train", metadata={
         "help": "GUI-R1 data: hub id (ritzzai/GUI-R1), parquet file or folder of parquet files"})
     train_split: str | None = field(default=None, metadata={"help": "split of hub data (e.g. train)"})
@@ -85,7 +89,8 @@ class TrainArguments:
 
     def __post_init__(self) -> None:
         """Read the text a flag gives (null, YAML mappings), then refuse a value that cannot run."""
-        for name in ("init_adapter", "quantization", "train_split", "validation_data", "validation_split"):
+        for name in ("init_adapter", "quantization", "train_split", "validation_data", "validation_split",
+                     "cuda_alloc_conf"):
             value = getattr(self, name)
             if isinstance(value, str) and value.strip().lower() in NULL_TEXT:
                 setattr(self, name, None)

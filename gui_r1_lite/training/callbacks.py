@@ -1,23 +1,28 @@
 """Trainer callbacks that write the run's own files: metrics.jsonl, validation records,
-`ranks/rank{R}.json`, and the main job's progress."""
+`ranks/rank{R}.json`, and the main job's progress; and the one that stops a run asked to stop at
+the end of a step, with a checkpoint."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
 from ..progress import report
-from ..runio import append_jsonl, iter_jsonl, rank, world_size, write_json_atomic, write_jsonl_atomic
+from ..runio import append_jsonl, clean_jsonl, rank, world_size, write_json_atomic
 from .fingerprint import trainable_fingerprint
+
+#: The key of the record the trainer logs when `train()` ends (its runtime, its mean loss).
+END_SUMMARY = "train_runtime"
 
 
 class MetricsJsonl(TrainerCallback):
     """Appends each log to `<output_dir>/metrics.jsonl` with seconds per step; on resume drops the
-    lines past the checkpoint so every step appears once."""
+    lines past the checkpoint and the end-of-run summary of the part run before, so every step (and
+    one summary) appears once, and names on stderr any line it cannot trust."""
 
     def __init__(self) -> None:
         self.t_last = time.perf_counter()
@@ -31,9 +36,11 @@ class MetricsJsonl(TrainerCallback):
         self.t_last, self.step_last = time.perf_counter(), state.global_step
         path = self.path(args)
         if state.is_world_process_zero and path.exists():
-            # a line cut short by a kill is dropped here too: the resumed run logs that step again
-            kept = [r for r in iter_jsonl(path) if r.get("step", 0) <= state.global_step]
-            write_jsonl_atomic(path, kept)
+            # a line cut short by a kill, or garbage inside, is dropped here too (and named): past the
+            # checkpoint the resumed run logs that step again
+            clean_jsonl(path, lambda r: r.get("step", 0) <= state.global_step and END_SUMMARY not in r,
+                        then=f"steps after {state.global_step} (the checkpoint) are logged again, "
+                             "earlier ones stay without their record")
 
     def on_log(self, args, state, control, logs=None, **kw):
         if not state.is_world_process_zero or not logs:
@@ -108,6 +115,37 @@ def validation_metrics(records: Sequence[dict], rows: Sequence, compat: str) -> 
             "validation/type_accuracy": action.get("type"),
             "validation/strict_step_success": action.get("strict_step_success"),
             "validation/reward": sum(scores) / n if n else None, "validation/rows": n}
+
+
+class StopWhenAsked(TrainerCallback):
+    """Ends training at the end of the first step after which `asked()` says yes (a SIGTERM, through
+    `errors.deferred_sigterm`) with a checkpoint saved there, so `--resume` continues from it; the
+    step's metrics line is written first. The processes of a multi-process run agree: one asked is
+    enough, so all stop (and save) at the same step instead of waiting for each other forever."""
+
+    def __init__(self, asked: Callable[[], bool] = lambda: False) -> None:
+        self.asked = asked
+        self.stopped_at: int | None = None
+
+    def on_step_end(self, args, state, control, **kw):
+        if _any_process(self.asked()):
+            control.should_save = control.should_training_stop = True
+            self.stopped_at = state.global_step
+
+
+def _any_process(flag: bool) -> bool:
+    """`flag` of this process, or of any process of a multi-process run (one small all-reduce a step)."""
+    if world_size() == 1:
+        return flag
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return flag
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    seen = torch.tensor([int(flag)], device=device)
+    dist.all_reduce(seen, op=dist.ReduceOp.MAX)
+    return bool(seen.item())
 
 
 class RankReport(TrainerCallback):

@@ -138,18 +138,28 @@ class TrainConfig(TrainArguments):
 
         return self.device == "cpu" or not torch.cuda.is_available()
 
+    def loss_scaled(self, use_cpu: bool) -> bool:
+        """Whether the run trains in fp16 mixed precision, with TRL's (torch.amp's) loss scaler: on CUDA
+        without native bf16 (a T4), where the model itself is fp16 and gradients below fp16's smallest
+        numbers (~6e-8) would flush to zero without scaling (the fp32 vision tower runs outside autocast,
+        `modeling.outside_autocast`). Only while the trainable weights are fp32 (LoRA, or an adapter): the
+        scaler cannot unscale fp16 gradients of the fp16 model's own weights."""
+        return not use_cpu and not native_bf16() and (self.lora or self.init_adapter is not None)
+
     def trainer_args(self):
         """TRL's config of this run: our defaults, the TRL settings given, and what is derived from
-        ours (CPU or not, bf16 when native, the reward weights with 0 for each watched reward)."""
+        ours (CPU or not, bf16 when native, else fp16 with the loss scaler (`loss_scaled`), the reward
+        weights with 0 for each watched reward)."""
         use_cpu = self.use_cpu()
         cls = trl_config_class(self.method)
         args = {**trl_defaults(self.method), **self.trl_args, "use_cpu": use_cpu,
                 # load_policy applies gradient checkpointing itself (k-bit preparation needs it there)
                 checkpointing_field(cls): False}
         if args.get("bf16") is None:
-            # native bf16 only (as the load dtype decides); else the model itself is fp16 and no
-            # autocast runs, so the fp32 vision tower stays fp32
+            # native bf16 only (as the load dtype decides); else the model itself is fp16
             args["bf16"] = not use_cpu and native_bf16()
+        if args.get("fp16") is None:
+            args["fp16"] = self.loss_scaled(use_cpu)
         if self.method == "grpo":
             from ..rewards import build_rewards
 
@@ -234,7 +244,7 @@ DESCRIPTION = """GRPO / SFT training of a Qwen2.5-VL GUI agent.
 A run's settings are one flat mapping: a YAML recipe (--config), then the flags on top of it. Our
 settings are listed last; every other flag is a setting of TRL's GRPOConfig (or, with --method sft,
 SFTConfig), passed to it unchanged. A default shown is what a run gets (ours where it differs from
-TRL's); use_cpu, bf16 (when unset), reward_weights and activation_checkpointing follow from ours."""
+TRL's); use_cpu, bf16 and fp16 (when unset), reward_weights and activation_checkpointing follow from ours."""
 
 
 def _command_line_error(self: argparse.ArgumentParser, message: str) -> NoReturn:

@@ -13,7 +13,15 @@ from typing import Any
 import yaml
 
 from ..actions import format_answer, target_action
-from ..runfolder import RUN_FILE, check_training_folder, record_base_model, run_identity, writable_folder
+from ..errors import Terminated, deferred_sigterm
+from ..runfolder import (
+    RUN_FILE,
+    check_training_folder,
+    hold_folder,
+    record_base_model,
+    run_identity,
+    writable_folder,
+)
 from ..runio import is_main_process, write_json_atomic, write_text_atomic
 from .checkpoints import checkpoints, drop_incomplete_checkpoints, last_checkpoint
 from .config import ConfigError, TrainConfig, trl_defaults
@@ -21,6 +29,8 @@ from .config import ConfigError, TrainConfig, trl_defaults
 #: What a run writes into its folder besides `checkpoint-N`: any of them means a run was there.
 #: (`base_model`, the built tiny model, is a cache checked by its build arguments.)
 RUN_FILES = (RUN_FILE, "train_config.yaml", "data_report.json", "metrics.jsonl", "adapter", "ranks")
+#: How a run stopped part-way goes on (said with its folder when it stops: SIGTERM, Ctrl-C, a full disk).
+RESUME_NOTE = "to continue, run the same command again with --resume"
 
 
 @dataclass
@@ -127,8 +137,10 @@ def load_model(cfg: TrainConfig, args) -> tuple[Any, str]:
     import torch
     from transformers import set_seed
 
-    from ..modeling import LoraSettings, load_policy
+    from ..modeling import LoraSettings, load_policy, set_cuda_allocator
 
+    if not args.use_cpu:
+        set_cuda_allocator(cfg.cuda_alloc_conf)  # before the weights take CUDA memory
     source = resolve_model(cfg)
     set_seed(args.seed)  # the LoRA initialisation is drawn in load_policy, before the trainer seeds anything
     settings = LoraSettings(r=cfg.lora_r, alpha=cfg.lora_alpha, dropout=cfg.lora_dropout,
@@ -194,10 +206,22 @@ def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
 
 def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     """Run one training job end to end; returns where everything was written. `callbacks`: extra
-    `TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()` for live curves in a notebook)."""
+    `TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()` for live curves in a notebook).
+
+    The main process holds `output_dir` while it runs (`runfolder.hold_folder`): a second run into it
+    is refused at once. A SIGTERM while training stops the run at the end of its step with a
+    checkpoint saved there (a second one stops it at once) and raises `errors.Terminated`: `--resume`
+    continues it."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
+    with hold_folder(out, RESUME_NOTE, flag="--output_dir", error=ConfigError):
+        return _train(cfg, args, out, list(callbacks or []))
+
+
+def _train(cfg: TrainConfig, args, out: Path, callbacks: list) -> TrainResult:
+    from .callbacks import StopWhenAsked
+
     identity = prepare_run_folder(cfg, out)  # before the data and the model load
     dataset, report = build_datasets(cfg)
     held_out = validation_rows(cfg)
@@ -206,14 +230,18 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
         write_json_atomic(out / "data_report.json", report.to_dict())
     policy, source = load_model(cfg, args)
     record_base_model(cfg, out, identity)
-    trainer = build_trainer(cfg, args, policy, dataset, list(callbacks or []), validation=held_out)
+    stop = StopWhenAsked()
+    trainer = build_trainer(cfg, args, policy, dataset, [*callbacks, stop], validation=held_out)
     resume = checkpoint_to_resume(cfg, out)
-    trainer.train(resume_from_checkpoint=resume)
+    with deferred_sigterm() as asked:
+        stop.asked = asked
+        trainer.train(resume_from_checkpoint=resume)
+    step = trainer.state.global_step
+    if stop.stopped_at is not None and step < trainer.state.max_steps:
+        raise Terminated(f"after step {step} of {trainer.state.max_steps} (saved as checkpoint-{step})")
     adapter_dir = out / "adapter"
     trainer.save_model(str(adapter_dir))
     if is_main_process():
         policy.processor.save_pretrained(str(adapter_dir))
-    return TrainResult(str(out), str(adapter_dir), str(out / "metrics.jsonl"), trainer.state.global_step,
+    return TrainResult(str(out), str(adapter_dir), str(out / "metrics.jsonl"), step,
                        report.to_dict(), base_model=source)
-
-

@@ -7,7 +7,9 @@ import sys
 import time
 from pathlib import Path
 
+from gui_r1_lite.data import DataError, resolve_files
 from gui_r1_lite.errors import UsageError, run_cli
+from gui_r1_lite.evaluate import require_positive
 from gui_r1_lite.runfolder import writable_folder
 
 from .. import miniature
@@ -58,18 +60,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def parse_seeds(text: str | None, default: tuple[int, ...]) -> list[int]:
-    """`--seeds 0,1,2` as a list (`default` when not given)."""
+    """`--seeds 0,1,2` as a list (`default` when not given); empty, negative (numpy's seeding refuses
+    them deep inside a run) or not integers: `UsageError` naming the flag."""
     if text is None:
         return list(default)
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise UsageError(f"--seeds {text}: expected comma-separated integers such as 0,1,2") from None
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise UsageError(f"--seeds {text!r}: expected comma-separated integers >= 0 such as 0,1,2")
+    return seeds
 
 
 def parse_command(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, dict]:
-    """The arguments and the `--set` overrides (a bad one: the parser's usage error)."""
+    """The arguments and the `--set` overrides, checked before anything runs: a bad override, a data file
+    that is not there, `--workers` below 1: the parser's usage error, or `UsageError` naming the flag."""
     args = ap.parse_args(argv)
+    require_positive({"--workers": args.workers})
+    for flag, path in (("--train-data", args.train_data), ("--heldout-data", args.heldout_data)):
+        try:
+            resolve_files(path)
+        except DataError as exc:
+            ap.error(f"{flag} {exc}")
     try:
         return args, parse_overrides(args.set)
     except ValueError as exc:
@@ -78,9 +91,9 @@ def parse_command(ap: argparse.ArgumentParser, argv: list[str] | None) -> tuple[
 
 def main(argv: list[str] | None = None) -> int:
     args, overrides = parse_command(_parser(), argv)
-    t0 = time.perf_counter()
+    t0, seeds = time.perf_counter(), parse_seeds(args.seeds, (0, 1, 2))
     writable_folder(args.out, "--out")
-    result = run_miniature(args.out, parse_seeds(args.seeds, (0, 1, 2)), train_data=args.train_data,
+    result = run_miniature(args.out, seeds, train_data=args.train_data,
                            heldout_data=args.heldout_data, validate=args.validate, progress=args.progress,
                            workers=args.workers, **overrides)
     print(miniature_table(result))

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from gui_r1_lite.errors import RunFailed, UsageError, run_cli
 from gui_r1_lite.runio import read_json, write_json_atomic
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,17 +117,18 @@ def verdict(summary: Mapping, reference_path: Path | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m harness.miniature.reference", description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", type=Path, help="a pipeline run folder (holds summary.json)")
     ap.add_argument("--write", action="store_true",
                     help=f"write its figures as this processor's reference ({REFERENCE.name}, or one beside it)")
     args = ap.parse_args(argv)
+    if not (args.run_dir / "summary.json").is_file():
+        raise UsageError(f"{args.run_dir}: no summary.json there ({os.path.abspath(args.run_dir)}); pass the "
+                         "folder of a pipeline run (make run's --out)")
     summary = read_json(args.run_dir / "summary.json")
     if args.write:
         if summary.get("status") != "ok":
-            print(f"{args.run_dir}/summary.json: status {summary.get('status')!r}, not a finished run",
-                  file=sys.stderr)
-            return 1
+            raise RunFailed(f"{args.run_dir}/summary.json: status {summary.get('status')!r}, not a finished run")
         path = reference_path_to_write(machine()["cpu"])
         write_json_atomic(path, reference_of(summary))
         print(f"wrote {path}")
@@ -136,4 +138,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main, prog="python -m harness.miniature.reference"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gui_r1_lite.actions import COMPATS
 from gui_r1_lite.errors import UsageError, run_cli
-from gui_r1_lite.evaluate import PRESETS
+from gui_r1_lite.evaluate import PRESETS, check_settings, require_positive
 
 from .browser import CaptureDependencyError
 from .results import online_table
@@ -43,7 +43,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--overwrite", action="store_true",
                     help="when --out holds episodes made otherwise, delete them and start fresh")
     ap.add_argument("--progress", action="store_true", help="show a progress bar")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    # the run checks these too, by their argument names; here they are named by the flags typed
+    require_positive({"--episodes": args.episodes, "--max-steps": args.max_steps,
+                      "--max-new-tokens": args.max_new_tokens})
+    check_settings(None, args.min_pixels, args.max_pixels,
+                   {"min_pixels": "--min-pixels", "max_pixels": "--max-pixels"})
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
