@@ -40,13 +40,20 @@ def _blank_bytes(size: tuple[int, int], mode: str, fmt: str) -> bytes:
         image.putpalette([255, 255, 255] * 256)
     else:
         image = Image.new(mode, size, _white(mode, len(Image.new(mode, (1, 1)).getbands())))
-    buf = io.BytesIO()
-    image.save(buf, format=fmt)
-    return buf.getvalue()
+    # a format PIL reads but cannot write (XPM, PSD, ...), or a mode PNG cannot hold: a PNG, in RGB if need be
+    for how, blank in ((fmt, lambda: image), ("PNG", lambda: image), ("PNG", lambda: image.convert("RGB"))):
+        buf = io.BytesIO()
+        try:
+            blank().save(buf, format=how)
+            return buf.getvalue()
+        except (KeyError, OSError, ValueError):
+            continue
+    raise ValueError(f"a white {mode} image of {size[0]}x{size[1]} cannot be encoded")
 
 
 def blank_image_bytes(image_bytes: bytes) -> bytes:
-    """`image_bytes` (an encoded image) as a white image of the same size, mode and format (else PNG).
+    """`image_bytes` (an encoded image) as a white image of the same size, mode and format (a PNG where PIL
+    cannot write that format or mode).
 
     >>> buf = io.BytesIO(); Image.new("RGB", (7, 5), (10, 20, 30)).save(buf, format="PNG")
     >>> blank = Image.open(io.BytesIO(blank_image_bytes(buf.getvalue())))

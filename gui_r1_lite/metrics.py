@@ -291,8 +291,11 @@ def paper_grounding(grounding: Mapping[str, Any] | None, stem: str) -> tuple[flo
 
 def to_markdown(summary: Mapping[str, Any]) -> str:
     """A Markdown report of `summarize(...)` output (figures in percent)."""
+    left_out = summary.get("skipped_rows") or 0  # rows validation refused (evaluate adds it; see its summary)
+    rows = f"rows: {summary['n']}" + (f" ({left_out} more left out by validation: `skipped` in metrics.json)"
+                                      if left_out else "")
     lines = [f"# {summary.get('benchmark') or 'evaluation'}", "",
-             f"rows: {summary['n']}, parse failures: {summary['parse_failures']}", ""]
+             f"{rows}, parse failures: {summary['parse_failures']}", ""]
     g = summary.get("grounding")
     if g:
         lines += ["## Grounding (point strictly inside the box)", "", "| group | n | accuracy % |", "|---|---:|---:|"]

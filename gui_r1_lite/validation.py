@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import math
+import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -190,9 +192,18 @@ def _decoded_image(value: Any) -> tuple[bytes, tuple[int, int]]:
         raise _BadCell("image", "expected {'bytes': PNG/JPEG bytes, 'path': ...} or bytes")
     data = bytes(data)
     try:
-        with Image.open(io.BytesIO(data)) as im:
-            im.load()
-            return data, (int(im.width), int(im.height))
+        with warnings.catch_warnings():
+            # PIL only warns between MAX_IMAGE_PIXELS and twice that, then decodes gigabytes: a row, refused
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                im.load()
+                return data, (int(im.width), int(im.height))
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        pixels = re.search(r"\((\d+) pixels\)", str(exc))
+        size = f"{int(pixels[1]):,} pixels" if pixels else str(exc)
+        raise _BadCell("image", f"{size}, above the {Image.MAX_IMAGE_PIXELS:,} PIL decodes safely "
+                                "(PIL.Image.MAX_IMAGE_PIXELS, its decompression-bomb guard); no screen is this "
+                                "large: downscale the screenshot before storing it") from None
     except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad row
         raise _BadCell("image", f"bytes do not decode as an image ({type(exc).__name__})") from None
 

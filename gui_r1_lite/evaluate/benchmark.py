@@ -84,9 +84,11 @@ def samples_by_id(data: Any, limit: int | None = None) -> dict[str, Sample]:
 
 
 def report_skipped(bench: Benchmark) -> dict:
-    """Print why rows or files were skipped (stderr) and return what metrics.json records of it."""
+    """Print why rows or files were skipped (stderr) and return what metrics.json records of it: the counts,
+    the summary, and every skipped row's or file's own reason (`errors`: file, row, column, why)."""
     report = bench.report
     if report.rows_skipped or report.errors:
         print(f"[evaluate] {report.rows_skipped} row(s) skipped by validation:\n{report.summary()}", file=sys.stderr)
     return {"rows_read": report.rows_read, "rows_kept": report.rows_kept, "rows_skipped": report.rows_skipped,
-            "skipped_by_column": report.by_column(), "summary": report.summary()}
+            "skipped_by_column": report.by_column(), "summary": report.summary(),
+            "errors": [str(e) for e in report.errors]}
