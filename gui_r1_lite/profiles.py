@@ -113,7 +113,7 @@ PROFILES: dict[str, Profile] = {
         description="Qwen2.5-VL-3B in 4-bit NF4 + LoRA (QLoRA), GUI-R1-3K; one CUDA GPU",
         difficulty_k=5, difficulty_max_new_tokens=512, difficulty_band=(0.1, 0.9), balance_per_group=1000,
         # one row's 5 answers a `generate`, 12 rows: sized to a T4 (docs/gpu.md, benchmarks/gpu_estimate.py:
-        # ~6 GiB, ~1 min a generate, ~13 min in all); all rows: difficulty_rows=0 (hours)
+        # ~7 GiB, ~1 min a generate, ~13 min in all); all rows: difficulty_rows=0 (hours)
         difficulty_rows=12, difficulty_batch_rows=1,
         grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe",
         # as the paper evaluates: every row, 1,024 tokens, near-native screenshots, greedy with penalty 1.05

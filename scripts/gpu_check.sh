@@ -10,8 +10,11 @@
 #      which one fails and why;
 #   4. runs, each under its own time limit: the `gpu` tests (scripts/gpu_smoke.sh), the build of the random 3B
 #      model (built on CUDA, saved), then benchmarks/bench_gpu_recipe.py on each GPU recipe (GRPO and SFT, bf16
-#      and as a 16 GB T4), each loading the 3B model in 4-bit. A part stopped by its limit is reported, not
-#      fatal: its JSON keeps what it measured (written at train start and after each step).
+#      and as a 16 GB T4: the T4 recipe, capped at a T4's usable memory), each loading the 3B model in 4-bit.
+#      A part stopped by its limit is reported, not fatal: its JSON keeps what it measured (written at train
+#      start and after each step);
+#   5. judges the runs' JSON (benchmarks/gpu_report.py): one FAIL line for each run with a step whose grad_norm
+#      is not finite or exactly 0 (or missing), each run out of memory (as a T4: it does not fit), each error.
 # Everything goes to OUT_DIR: gpu_check.log, inventory.txt, summary.md and one JSON per benchmark run.
 #
 #     bash scripts/gpu_check.sh OUT_DIR           # on the GPU machine; with the run: carry: ["wheels"]
@@ -21,7 +24,8 @@
 # names it to be carried (`carry: ["wheels"]`); without it this script stops after the inventory and says so.
 # PYTHON picks the interpreter (default: .venv/bin/python where it exists, else python3); WHEELS_DIR the wheels
 # (default: wheels).
-# Exits 0 when every part ran or was stopped by its limit, 1 when one failed, 2 without CUDA (not --cpu).
+# Exits 0 when every part ran or was stopped by its limit and no run failed, 1 when one did, 2 without CUDA
+# (not --cpu).
 set -uo pipefail
 CPU=0
 if [[ "${1:-}" == "--cpu" ]]; then
@@ -276,7 +280,8 @@ main() {
         return 1
     fi
     local bench=("$PY" benchmarks/bench_gpu_recipe.py --out "$OUT")
-    local grpo=configs/grpo_qwen2_5_vl_3b_qlora.yaml sft=configs/sft_qwen2_5_vl_3b_qlora.yaml
+    local grpo=configs/grpo_qwen2_5_vl_3b_qlora.yaml grpo_t4=configs/grpo_qwen2_5_vl_3b_t4.yaml
+    local sft=configs/sft_qwen2_5_vl_3b_qlora.yaml
     if ((CPU)); then
         # the gpu tests need CUDA; here: that pytest and every test module of the GPU path import
         limited "gpu tests (collected)" "$TESTS_S" "$PY" -m pytest -q --collect-only -p no:cacheprovider tests/test_gpu.py
@@ -287,7 +292,7 @@ main() {
         limited "gpu tests" "$TESTS_S" bash scripts/gpu_smoke.sh
         if limited "3B build (random weights, bf16, saved)" "$BUILD_S" "${bench[@]}" --build-only; then
             limited "GRPO 3B" "$GRPO_S" "${bench[@]}" --recipe "$grpo" --steps 2
-            limited "GRPO 3B as a T4" "$GRPO_T4_S" "${bench[@]}" --recipe "$grpo" --steps 1 --t4
+            limited "GRPO 3B as a T4 (the T4 recipe)" "$GRPO_T4_S" "${bench[@]}" --recipe "$grpo_t4" --steps 1 --t4
             limited "SFT 3B" "$SFT_S" "${bench[@]}" --recipe "$sft" --steps 2
             limited "SFT 3B as a T4" "$SFT_T4_S" "${bench[@]}" --recipe "$sft" --steps 2 --t4
         else
@@ -295,6 +300,8 @@ main() {
         fi
     fi
     "${bench[@]}" --summarize || fail "summary: not written"
+    echo "== benchmark verdict"
+    "$PY" benchmarks/gpu_report.py "$OUT" || fail "benchmark verdict: a run failed (its FAIL line above)"
     report
 }
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]
 EVAL_FILE = ROOT / "data_samples" / "test" / "miniwob_test.parquet"
 BENCH = ROOT / "benchmarks" / "bench_gpu_recipe.py"
-GRPO_RECIPE = ROOT / "configs" / "grpo_qwen2_5_vl_3b_qlora.yaml"
+T4_RECIPE = ROOT / "configs" / "grpo_qwen2_5_vl_3b_t4.yaml"
 
 
 def _lora_and_base(model) -> tuple[dict, dict]:
@@ -129,33 +129,43 @@ def test_qlora_on_cuda_keeps_precision_as_decided(tiny_model_dir):
     assert embed.dtype == expected and not embed.requires_grad
 
 
-def _bench_t4(out: Path, *extra: str) -> dict:
-    """The GPU benchmark's T4 path on the tiny model: GRPO recipe, two steps."""
+def _bench_t4(out: Path, *extra: str, rc: int = 0) -> tuple[dict, str]:
+    """The GPU benchmark's T4 path on the tiny model: the T4 recipe, two steps; its JSON and its output."""
     proc = subprocess.run([sys.executable, str(BENCH), "--tiny", "--device", "cuda", "--t4", "--recipe",
-                           str(GRPO_RECIPE), "--steps", "2", "--out", str(out), *extra],
+                           str(T4_RECIPE), "--steps", "2", "--out", str(out), *extra],
                           capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return read_json(out / f"{GRPO_RECIPE.stem}_t4.json")
+    assert proc.returncode == rc, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return read_json(out / f"{T4_RECIPE.stem}_t4.json"), proc.stdout
+
+
+def _t4_gib() -> float:
+    """The cap the benchmark puts on a T4 run: the one T4 figure (benchmarks/gpu_estimate.py)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from gpu_estimate import T4
+
+    return round(T4.usable_gib, 2)
 
 
 def test_bench_as_a_t4_runs_fp16_under_the_memory_cap(tmp_path):
-    result = _bench_t4(tmp_path)
+    result, _ = _bench_t4(tmp_path)
     assert result["status"] == "ok" and result["passed"]
-    # what the project decides on a GPU without native bf16: fp16 weights, fp32 vision tower and LoRA
+    # what the project decides on a GPU without native bf16: fp16 weights and mixed precision (the loss
+    # scaler), fp32 vision tower and LoRA
     prec = result["precision"]
-    assert prec["text_embedding"] == "torch.float16" and not prec["bf16"]
+    assert prec["text_embedding"] == "torch.float16" and not prec["bf16"] and prec["fp16"]
     assert prec["vision"] == ["torch.float32"] and prec["lora"] == ["torch.float32"] and prec["linear4bit"] > 0
-    total = torch.cuda.get_device_properties(0).total_memory
-    assert result["memory_limit_gib"] == 15.0
-    assert result["memory_fraction"] == pytest.approx(min(1.0, 15 * 1024**3 / total), abs=1e-4)
-    assert result["memory"]["training"]["peak_reserved_gib"] <= 15.0
+    assert all(g["loss_scale"] for g in result["gradients"]) and len(result["gradients"]) == 2
+    total, cap = torch.cuda.get_device_properties(0).total_memory, _t4_gib()
+    assert result["memory_limit_gib"] == cap < 14.75
+    assert result["memory_fraction"] == pytest.approx(min(1.0, cap * 1024**3 / total), abs=1e-4)
+    assert result["memory"]["training"]["peak_reserved_gib"] <= cap
     length = result["settings"]["max_completion_length"]
     assert result["generation"]["min_new_tokens"] == length == result["completion_lengths"]["min"]
 
 
-def test_bench_memory_cap_binds(tmp_path):
-    # 1 MiB cannot hold even the tiny model: the run stops for memory, and a T4 running out is a finding
-    result = _bench_t4(tmp_path, "--t4-gib", "0.001")
-    assert result["status"] == "out_of_memory" and result["passed"]
+def test_bench_memory_cap_binds_and_a_t4_out_of_memory_fails(tmp_path):
+    # 1 MiB cannot hold even the tiny model: the run stops for memory, and as a T4 that means it does not fit
+    result, out = _bench_t4(tmp_path, "--t4-gib", "0.001", rc=1)
+    assert result["status"] == "out_of_memory" and not result["passed"]
     assert result["memory"]["at_failure"]["peak_reserved_gib"] <= 0.001
-
+    assert "does not fit" in out and "(FAILED" in out

@@ -96,3 +96,56 @@ def test_4bit_training_keeps_the_load_dtype_and_trains(tiny_model_dir):
     out.logits[:, -1].float().logsumexp(-1).sum().backward()
     grads = [p.grad for n, p in model.named_parameters() if "lora_B" in n]
     assert grads and all(g is not None for g in grads)
+
+
+def _dtype_seen(seen: dict, name: str):
+    """A forward hook that keeps, under `name`, the dtype of the module's first output (and changes nothing)."""
+
+    def hook(module, args, out):
+        seen.setdefault(name, out.dtype)
+
+    return hook
+
+
+def test_on_a_t4_fp16_autocast_leaves_the_vision_tower_in_fp32(tiny_model_dir):
+    # TRL's fp16 (a T4's mixed precision, with the loss scaler) computes the forward under fp16 autocast: the
+    # text decoder's matmuls go fp16, the vision tower's stay fp32 (its MLP overflows in fp16); on the CPU here
+    # with the CPU's autocast, the same switch
+    import copy
+
+    policy = load_policy(tiny_model_dir, lora=None, dtype="float16", device="cpu", **TINY_BOUNDS)
+    model, seen = policy.model, {}
+    tower = vision_tower(model)
+    vision_mlp = tower.blocks[0].mlp.up_proj
+    text_mlp = model.model.language_model.layers[0].mlp.up_proj
+    for name, module in (("vision", vision_mlp), ("text", text_mlp)):
+        module.register_forward_hook(_dtype_seen(seen, name))
+    inputs = _inputs(policy.processor)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
+        logits = model(**inputs).logits
+    assert seen == {"vision": torch.float32, "text": torch.float16}
+    assert torch.isfinite(logits).all()
+    # without the switch the same autocast computes the tower in fp16: the check above can fail
+    plain, seen_plain = copy.deepcopy(model), {}
+    del vision_tower(plain).forward  # back to the class's forward
+    vision_tower(plain).blocks[0].mlp.up_proj.register_forward_hook(_dtype_seen(seen_plain, "vision"))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.float16):
+        plain(**inputs)
+    assert seen_plain == {"vision": torch.float16}
+    # a deep copy of the model (as a reference model is made) keeps the switch, bound to the copy's own tower
+    twin = copy.deepcopy(model)
+    assert vision_tower(twin).forward.__self__ is vision_tower(twin) is not tower
+
+
+def test_t4_recipe_allocator_setting_reaches_torch_unless_the_environment_has_one(monkeypatch):
+    for name in modeling.ALLOC_CONF_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    import os
+
+    assert modeling.set_cuda_allocator(None) is None and "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+    assert modeling.set_cuda_allocator("expandable_segments:True") == "expandable_segments:True"
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64")
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
+    assert modeling.set_cuda_allocator("expandable_segments:True") == "max_split_size_mb:64"  # the environment wins
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
