@@ -34,12 +34,17 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-@pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_gpu_recipe", BENCH)
+def _load(path: Path):
+    """The script at `path` (beside the package, not importable by name) as a module."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load(BENCH)
 
 
 #: Runs the benchmark as its own __main__, then imports what the gpu tests import, and writes every module that
@@ -477,10 +482,7 @@ def _wheel(path: Path, files: dict[str, bytes]) -> Path:
 
 
 def _trim_module():
-    spec = importlib.util.spec_from_file_location("trim_wheels", ROOT / "scripts" / "trim_wheels.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(ROOT / "scripts" / "trim_wheels.py")
 
 
 def test_trimmed_wheel_has_a_valid_record_and_installs(tmp_path):
@@ -514,18 +516,12 @@ T4_RECIPE = ROOT / "configs" / "grpo_qwen2_5_vl_3b_t4.yaml"
 
 @pytest.fixture(scope="module")
 def estimate():
-    spec = importlib.util.spec_from_file_location("gpu_estimate", ROOT / "benchmarks" / "gpu_estimate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(ROOT / "benchmarks" / "gpu_estimate.py")
 
 
 @pytest.fixture(scope="module")
 def report():
-    spec = importlib.util.spec_from_file_location("gpu_report", ROOT / "benchmarks" / "gpu_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(ROOT / "benchmarks" / "gpu_report.py")
 
 
 def _trainer_args(monkeypatch, recipe: Path, native_bf16: bool) -> dict:
