@@ -53,11 +53,14 @@ class PageSettings:
     gradient: float = 0.0     # strength (0..1) of a background that darkens left to right and top to bottom
     header: bool = False      # a yellow band across the top with the instruction, as on MiniWoB++ task pages
     tint: float = 0.0         # strength (0..1) of a tint over the whole page, elements included (a diagnostic)
+    high: float = 0.0         # share of pages posed as a step of a multi-step task (see `page_sample`)
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in KINDS]
         if unknown or not self.kinds:
             raise ValueError(f"kinds must be a non-empty subset of {KINDS}, got {self.kinds!r}")
+        if not 0.0 <= self.high <= 1.0:
+            raise ValueError(f"high must be a share between 0 and 1, got {self.high!r}")
         if not 1 <= self.min_elements <= self.max_elements:
             raise ValueError(f"need 1 <= min_elements <= max_elements, got {self.min_elements}, {self.max_elements}")
 
@@ -237,14 +240,23 @@ def _tinted(image: Image.Image, strength: float) -> Image.Image:
 
 
 def page_sample(rng: random.Random, st: PageSettings, kind: str, sample_id: str) -> Sample:
-    """One generated page as a GUI-R1 click step (low-level task: the click action space)."""
+    """One generated page as a GUI-R1 click step. A low-level task (the click action space) unless
+    `st.high` draws it as a step of a high-level one: the full action space in the prompt and, on half
+    of those, a one-step history naming some element, as MiniWoB++'s multi-step tasks are written
+    (`Step 1: click 'ONE'.`); the answer is the same click. With `high` 0 the random stream, and so
+    every page, is what it was before the setting existed."""
     image, target, instruction = render_page(rng, st, kind)
+    task_type, history = "low", ""
+    if st.high > 0 and rng.random() < st.high:
+        task_type = "high"
+        if rng.random() < 0.5:
+            history = f"Step 1: click the {rng.choice(list(COLOURS))} {rng.choice(SHAPES)}."
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return Sample(id=sample_id, image_bytes=buf.getvalue(), image_size=image.size, instruction=instruction,
-                  history="", gt_action="click", gt_bbox=tuple(float(v) for v in target.box),
-                  gt_input_text=NO_TEXT, task_type="low", group=kind, ui_type=target.shape, platform="generated",
-                  space="low", source="grounding.pages")
+                  history=history, gt_action="click", gt_bbox=tuple(float(v) for v in target.box),
+                  gt_input_text=NO_TEXT, task_type=task_type, group=kind, ui_type=target.shape,
+                  platform="generated", space=task_type, source="grounding.pages")
 
 
 def generate(st: PageSettings, n: int, seed: int, prefix: str = "gen") -> Iterator[Sample]:

@@ -63,6 +63,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--header", action="store_true", help="a MiniWoB++-like instruction band across the top")
     p.add_argument("--tint", type=float, default=0.0,
                    help="diagnostic: tint the whole page, elements included, by place (0: none)")
+    p.add_argument("--high", type=float, default=0.0,
+                   help="share of pages posed as a step of a multi-step task: the full action space in the "
+                        "prompt, half of them with a one-step history (0: none; MiniWoB++'s multi-step tasks)")
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vision-hidden", type=int, default=64)
@@ -88,8 +91,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         pixels_for(args.width, args.height)
     except ValueError as exc:
         p.error(f"--width {args.width} --height {args.height}: {exc}")
+    if not 0.0 <= args.high <= 1.0:
+        p.error(f"--high must be a share between 0 and 1, got {args.high}")
     base = PageSettings(width=args.width, height=args.height, size=args.size, header=args.header,
-                        tint=args.tint)
+                        tint=args.tint, high=args.high)
     args.stages = []
     for text in args.stage:
         try:
@@ -201,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "held_out_rows_per_kind": kind_counts(held_out), "seconds": round(time.monotonic() - started, 1),
         "stages": [{"steps": s.steps, **{k: getattr(s.settings, k) for k in
                                          ("width", "height", "size", "grid", "min_elements", "max_elements", "kinds",
-                                          "gradient", "header", "tint")}}
+                                          "gradient", "header", "tint", "high")}}
                    for s in args.stages],
         "args": {k: v for k, v in vars(args).items() if k != "stages"}}
     write_json_atomic(out / "data_report.json", report)

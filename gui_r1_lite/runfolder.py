@@ -266,7 +266,8 @@ def completer_identity(completer: Any) -> dict:
 #: is recorded and how fast it computes, not what it learns at each step. max_steps and
 #: num_train_epochs may grow because extending a run is what resuming is for (a decaying
 #: learning-rate schedule then stretches to the new end; the recipes' schedule is constant).
-#: device and gradient_checkpointing change where and how the same step is computed.
+#: device, gradient_checkpointing and cuda_alloc_conf (the CUDA allocator's settings) change where
+#: and how the same step is computed.
 #: monitor_rewards and validation_* only add records to metrics.jsonl.
 MAY_CHANGE = frozenset({
     "output_dir", "resume", "max_steps", "num_train_epochs",
@@ -274,7 +275,7 @@ MAY_CHANGE = frozenset({
     "logging_steps", "logging_strategy", "logging_first_step", "logging_dir", "log_level", "log_level_replica",
     "report_to", "run_name", "project", "trackio_space_id", "disable_tqdm",
     "push_to_hub", "hub_model_id", "hub_strategy", "hub_token", "hub_private_repo", "hub_always_push",
-    "device", "gradient_checkpointing", "dataloader_num_workers", "dataloader_pin_memory",
+    "device", "gradient_checkpointing", "cuda_alloc_conf", "dataloader_num_workers", "dataloader_pin_memory",
     "dataloader_persistent_workers", "dataloader_prefetch_factor",
     "monitor_rewards", "validation_data", "validation_split", "validation_steps", "validation_limit",
     "validation_max_new_tokens",

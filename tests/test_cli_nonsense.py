@@ -79,6 +79,7 @@ CASES: dict[str, list[tuple[str, list[str], str]]] = {
         ("eval-rows-negative", ["--eval-rows", "-3"], "--eval-rows"),
         ("width-not-a-multiple", ["--width", "100"], "--width"),
         ("init-missing", ["--init", "{tmp}/no-model"], "no-model"),
+        ("high-above-one", ["--high", "2"], "--high"),
     ],
     "grounding.tasks": [
         ("train-per-seed-zero", ["--train-per-seed", "0"], "--train-per-seed"),

@@ -59,6 +59,27 @@ def test_grid_puts_centres_on_cells():
     assert centres <= {(14 + 28 * i, 14 + 28 * j) for i in range(4) for j in range(4)}
 
 
+def test_high_pages_ask_for_the_same_click_in_the_full_action_space(tmp_path):
+    # MiniWoB++'s multi-step tasks are posed with the whole action space and, after the first step,
+    # a history: a share `high` of the pages is posed so, the answer the same click.
+    from gui_r1_lite.data import to_eval_rows
+
+    pages = list(generate(replace(ALL, high=0.5), 80, seed=5))
+    high = [s for s in pages if s.task_type == "high"]
+    assert 20 < len(high) < 60 and {s.space for s in high} == {"high"}
+    assert 0 < sum(bool(s.history) for s in high) < len(high)
+    assert all(s.history == "" and s.space == "low" for s in pages if s.task_type == "low")
+    loaded = load_gui_r1(write_gui_r1(pages, tmp_path / "p.parquet"), strict=True).samples
+    assert [(s.task_type, s.history) for s in loaded] == [(s.task_type, s.history) for s in pages]
+    for s, row in zip(pages, to_eval_rows(pages, 37632, 37632), strict=True):
+        text = row.messages[0]["content"][1]["text"]
+        assert ("enumerate from ['complete'" in text) == (s.task_type == "high"), text
+        assert (s.history or "'None'") in text
+    assert all(s.task_type == "low" for s in generate(ALL, 40, seed=5))  # high 0: low-level pages only
+    with pytest.raises(ValueError, match="high"):
+        PageSettings(high=1.5)
+
+
 def test_stage_and_pixels_parse():
     st = parse_stage("300:4:1:3:colour,shape:0.5", PageSettings())
     assert st.steps == 300 and st.settings.grid == 4 and st.settings.kinds == ("colour", "shape")

@@ -136,3 +136,16 @@ def test_a_stage_record_is_read_like_a_run_record_and_a_completer_without_identi
         name = "player"
 
     assert R.completer_identity(Player()) == {"class": f"{__name__}.{Player.__qualname__}", "name": "player"}
+
+
+def test_how_a_step_is_computed_may_change_on_resume_what_it_learns_may_not():
+    """A run that ran out of CUDA memory resumes with `expandable_segments` (or gradient
+    checkpointing, or on another device); a run at another learning rate does not."""
+    from gui_r1_lite.runfolder import run_settings
+    from gui_r1_lite.training import TrainConfig
+
+    first = run_settings(TrainConfig.from_dict({"output_dir": "o"}))
+    assert run_settings(TrainConfig.from_dict({
+        "output_dir": "o", "cuda_alloc_conf": "expandable_segments:True", "gradient_checkpointing": True,
+        "device": "cpu", "max_steps": 999})) == first
+    assert run_settings(TrainConfig.from_dict({"output_dir": "o", "learning_rate": 0.5})) != first
