@@ -39,6 +39,9 @@ class Profile:
     # by side (0: one per core), live-page episodes per task and arm and the arms that play them; the
     # recipe's GRPO steps (0: the recipe's); rows answered before and after
     grpo_recipe: str = "configs/grpo_tiny_cpu.yaml"
+    # the recipe on a CUDA card below `small_gpu_gib` of memory or without bf16 (a free Colab T4); "": none
+    small_gpu_recipe: str = ""
+    small_gpu_gib: float = 20.0
     experiment: str = "recipe"
     train_seeds: tuple[int, ...] = (0, 1)
     train_workers: int = 0
@@ -81,6 +84,17 @@ class Profile:
         n = self.difficulty_rows if rows is None else rows
         return list(samples[:n]) if n else list(samples)
 
+    def recipe(self, cuda: tuple[float, bool] | None = None) -> tuple[str, str]:
+        """(recipe file, why): `small_gpu_recipe` where `cuda` = (total memory in GiB, bf16 supported)
+        names a card below `small_gpu_gib` or without bf16, else `grpo_recipe`."""
+        if self.small_gpu_recipe and cuda is not None:
+            gib, bf16 = cuda
+            if gib < self.small_gpu_gib or not bf16:
+                why = f"{gib:.1f} GiB" + ("" if bf16 else ", no bf16")
+                return self.small_gpu_recipe, f"recipe {self.small_gpu_recipe}: this GPU has {why} " \
+                                              f"(below {self.small_gpu_gib:g} GiB or without bf16)"
+        return self.grpo_recipe, f"recipe {self.grpo_recipe}"
+
     def data_source(self, which: str, data_dir: str | None = None) -> str:
         """The profile's `train` or `eval` data, `data_samples/` replaced by `data_dir` when given
         (notebooks run from their own folder)."""
@@ -116,6 +130,8 @@ PROFILES: dict[str, Profile] = {
         # ~7 GiB, ~1 min a generate, ~13 min in all); all rows: difficulty_rows=0 (hours)
         difficulty_rows=12, difficulty_batch_rows=1,
         grpo_recipe="configs/grpo_qwen2_5_vl_3b_qlora.yaml", experiment="recipe",
+        # a free Colab T4 (14.75 GiB, no bf16) OOMs at the edge with the L4 recipe (docs/gpu.md)
+        small_gpu_recipe="configs/grpo_qwen2_5_vl_3b_t4.yaml",
         # as the paper evaluates: every row, 1,024 tokens, near-native screenshots, greedy with penalty 1.05
         eval_preset="paper", eval_limit=0),
 }

@@ -157,7 +157,22 @@ def curated_source(prof: Profile, run_dir, data_dir) -> tuple[str, str]:
                          f"{prof.name!r} (model {prof.model}); run notebook 01 with profile {prof.name!r} into "
                          f"this run_dir, or pass train_data")
     rows = curated.get("rows")
-    return curated["curated"], f"training on notebook 01's curated file {curated['curated']} ({rows} rows)"
+    note = f"training on notebook 01's curated file {curated['curated']} ({rows} rows)"
+    scored, balanced = curated.get("scored_rows"), curated.get("balanced_rows")
+    if scored is not None and balanced is not None and scored < balanced:
+        note += (f"; notebook 01 judged the difficulty of {scored} of its {balanced} balanced rows and kept "
+                 f"{rows} of those, so GRPO sees only them (to judge every row, run notebook 01 with "
+                 "difficulty_rows=0, or pass train_data)")
+    return curated["curated"], note
+
+
+def _cuda_card() -> tuple[float, bool] | None:
+    """(total memory in GiB, bf16 supported) of the first CUDA card, or None without one."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_properties(0).total_memory / 2**30, torch.cuda.is_bf16_supported()
 
 
 def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str, max_steps: int):
@@ -172,10 +187,12 @@ def _recipe_config(prof: Profile, out: Path, data_dir, run_dir, train_data: str,
     overrides: dict[str, Any] = {"train_data": source, "output_dir": str(out / "grpo"), "resume": True}
     if max_steps:
         overrides["max_steps"] = int(max_steps)
-    held_out = read_recipe(pipeline.REPO / prof.grpo_recipe).get("validation_data") or ""
+    recipe, why = prof.recipe(_cuda_card())
+    note = f"{note}; {why}"
+    held_out = read_recipe(pipeline.REPO / recipe).get("validation_data") or ""
     if data_dir and held_out.startswith("data_samples/"):  # notebooks run from their own folder
         overrides["validation_data"] = str(Path(data_dir) / held_out[len("data_samples/"):])
-    return TrainConfig.from_yaml(pipeline.REPO / prof.grpo_recipe, **overrides), note
+    return TrainConfig.from_yaml(pipeline.REPO / recipe, **overrides), note
 
 
 def run_experiment(exp: Experiment, callbacks: Sequence = (), samples_shown: int = 4, live=None) -> TrainingRun:

@@ -146,3 +146,34 @@ def test_curated_data_of_another_profile_is_refused_naming_both(tmp_path):
                           {"curated": "/data/curated.parquet", "profile": "cpu-mini", "model": "tiny", "rows": 9})
     exp = plan(tmp_path, experiment="recipe")
     assert exp.config.to_dict()["train_data"] == "/data/curated.parquet" and "(9 rows)" in exp.describe()
+
+
+def test_a_curation_that_judged_only_some_rows_says_how_few_the_recipe_trains_on(tmp_path):
+    # gpu-3b judges 12 rows by default (minutes on a T4): the curated file holds only those it kept
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"),
+                          {"curated": "/data/curated.parquet", "profile": "cpu-mini", "model": "tiny", "rows": 5,
+                           "scored_rows": 12, "balanced_rows": 2900})
+    text = plan(tmp_path, experiment="recipe").describe()
+    assert "judged the difficulty of 12 of its 2900 balanced rows and kept 5" in text
+    assert "difficulty_rows=0" in text
+    pipeline.write_result(pipeline.artifacts_dir(tmp_path, "01"),
+                          {"curated": "/data/curated.parquet", "profile": "cpu-mini", "model": "tiny", "rows": 5,
+                           "scored_rows": 12, "balanced_rows": 12})
+    assert "judged the difficulty" not in plan(tmp_path, experiment="recipe").describe()
+
+
+def test_a_small_or_bf16_less_gpu_gets_the_t4_recipe_and_the_plan_says_why(tmp_path, monkeypatch):
+    gpu = profiles.get_profile("gpu-3b")
+    t4, l4 = "configs/grpo_qwen2_5_vl_3b_t4.yaml", "configs/grpo_qwen2_5_vl_3b_qlora.yaml"
+    assert gpu.recipe((14.75, False))[0] == t4 and gpu.recipe((15.9, True))[0] == t4  # a T4; a 16 GB card
+    assert gpu.recipe((22.0, True))[0] == l4 and gpu.recipe(None)[0] == l4          # an L4; no CUDA
+    assert profiles.get_profile("cpu-mini").recipe((14.75, False))[0] == "configs/grpo_tiny_cpu.yaml"
+    monkeypatch.setattr(experiments, "_cuda_card", lambda: (14.75, False))
+    exp = experiments.plan_experiment("gpu-3b", output_dir=tmp_path / "04", data_dir=DATA, run_dir=tmp_path,
+                                      experiment="recipe", train_data=str(DATA / "train"))
+    assert "14.8 GiB, no bf16" in exp.describe() and t4 in exp.describe()
+    from gui_r1_lite.training.config import read_recipe
+
+    t4_recipe, l4_recipe = read_recipe(ROOT / t4), read_recipe(ROOT / l4)
+    differs = [k for k in t4_recipe if t4_recipe[k] != l4_recipe.get(k) and k != "output_dir"]
+    assert differs and all(exp.config.to_dict()[k] == t4_recipe[k] for k in differs), differs
