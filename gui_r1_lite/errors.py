@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import shutil
 import signal
 import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 DEBUG_ENV = "GUI_R1_LITE_DEBUG"
 EXIT_FAILED = 1
@@ -21,6 +24,17 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT   # 130, as a shell reports Ctrl-C
 EXIT_TERMINATED = 128 + signal.SIGTERM   # 143, as a shell reports SIGTERM
 #: The errno values of a write that found no room: the device is full, or the user's quota is.
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: How the libraries that write weights say so without an `OSError`: safetensors' `SafetensorError`
+#: carries the I/O error's text ("No space left on device (os error 28)", or its kind, `StorageFull`).
+_DISK_FULL_WORDS = {
+    errno.ENOSPC: re.compile(rf"{re.escape(os.strerror(errno.ENOSPC))}|\bos error {errno.ENOSPC}\b|\bStorageFull\b"),
+    errno.EDQUOT: re.compile(rf"{re.escape(os.strerror(errno.EDQUOT))}|\bos error {errno.EDQUOT}\b|QuotaExceeded\b"),
+}
+#: How `torch.save` says that a write failed, without saying why.
+_WRITE_FAILED = re.compile(r"PytorchStreamWriter failed writing|file write failed|unexpected pos \d+ vs \d+"
+                           r"|iostream error")
+#: Free bytes left on a filesystem below which a write that failed there found it full.
+LOW_SPACE = 1 << 20
 
 
 class UsageError(ValueError):
@@ -47,6 +61,37 @@ def on_stop(note: str) -> Iterator[None]:
     except (Terminated, KeyboardInterrupt, OSError) as exc:
         exc.stop_note = note  # type: ignore[union-attr]
         raise
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def disk_full_errno(exc: BaseException, folder: str | os.PathLike | None = None) -> int | None:
+    """The errno (`DISK_FULL`) of `exc` when it says a write found no room, else None: an `OSError`
+    of such an errno anywhere in its chain, the text a library puts in its own error (safetensors),
+    or, for a write that failed without saying why (`torch.save`), under `LOW_SPACE` bytes left on
+    the filesystem of `folder`."""
+    chain = list(_chain(exc))
+    for e in chain:
+        if isinstance(e, OSError) and e.errno in DISK_FULL:
+            return e.errno
+        for code, words in _DISK_FULL_WORDS.items():
+            if words.search(str(e)):
+                return code
+    if folder is None or not any(isinstance(e, OSError) or _WRITE_FAILED.search(str(e)) for e in chain):
+        return None
+    where = Path(folder)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        return errno.ENOSPC if shutil.disk_usage(where).free < LOW_SPACE else None
+    except OSError:
+        return None
 
 
 def _stop_note(exc: BaseException) -> str:
@@ -92,7 +137,9 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
             prog: str = "gui_r1_lite", usage_errors: tuple[type[BaseException], ...] = ()) -> int:
     """Call `main(argv)` (without `--debug`) and turn `UsageError` (and `usage_errors`, e.g. a module's
     config error) into exit code 2, `RunFailed` and a full disk into 1, SIGTERM into 143 and Ctrl-C
-    into 130, with one line on stderr. Anything else is a bug and propagates with its traceback."""
+    into 130, with one line on stderr. Anything else is a bug and propagates with its traceback.
+    A full disk's line says what was kept: the `kept` of its `OSError` when it has one (a
+    checkpoint cut short), else that what was written before is intact."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     if argv is not None:
@@ -111,7 +158,8 @@ def run_cli(main: Callable[[list[str] | None], int | None], argv: list[str] | No
             raise
         return _report(prog, exc, EXIT_FAILED, debug,
                        f"disk full: could not write {exc.filename or 'a file (the library did not name it)'} "
-                       f"({exc.strerror}); what was written before is intact, free some space{_stop_note(exc)}")
+                       f"({exc.strerror}); {getattr(exc, 'kept', 'what was written before is intact')}, "
+                       f"free some space{_stop_note(exc)}")
     except Terminated as exc:
         return _report(prog, exc, EXIT_TERMINATED, debug,
                        f"stopped by SIGTERM{' ' + str(exc) if str(exc) else ''}{_stop_note(exc)}", prefix="")

@@ -237,3 +237,138 @@ def test_a_full_disk_is_one_line_exit_1_naming_the_file(toy_data, tmp_path, caps
     assert err.startswith("[train] error: disk full: could not write ") and str(out / "run.json") in err
     assert "--resume" in err and not (out / "run.json").exists()
     assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A filesystem of its own (tmpfs, made larger or smaller by `.resize(bytes)`) at `.path`; where
+    mounting is not permitted (not root, no CAP_SYS_ADMIN) `.path` is a plain folder and `.real` False."""
+    import gc
+    import shutil
+    from types import SimpleNamespace
+
+    path = tmp_path / "disk"
+    path.mkdir()
+
+    def mount(*options: str) -> bool:
+        return subprocess.run(["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(path)],
+                              capture_output=True).returncode == 0
+
+    real = os.geteuid() == 0 and shutil.which("mount") is not None and mount("size=64m")
+    disk = SimpleNamespace(path=path, real=real, resize=lambda size: mount("remount", f"size={-(-size // 4096) * 4}k"))
+    try:
+        yield disk
+    finally:
+        if real:
+            gc.collect()  # the trainer's weights are memory-mapped from the disk
+            if subprocess.run(["umount", str(path)], capture_output=True).returncode:
+                subprocess.run(["umount", "-l", str(path)], check=True)  # detached now, gone when unmapped
+
+
+def _no_room_for(name: str, disk, step: int, monkeypatch):
+    """A callback that, at the end of `step` (before its checkpoint is saved), leaves the disk room
+    for what `checkpoint-1` held before its `name` and half of `name` (tmpfs records the order of
+    writes to the nanosecond). Without a real disk: the library call writing `name` raises its own
+    error of a full disk (and the disk says it has no room left)."""
+    import shutil
+
+    import torch
+    from safetensors import SafetensorError
+    from transformers import TrainerCallback
+
+    from gui_r1_lite import errors
+
+    class NoRoom(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step != step:
+                return
+            files = [f for f in (Path(args.output_dir) / "checkpoint-1").rglob("*") if f.is_file()]
+            cut = min((f for f in files if f.name == name), key=lambda f: f.stat().st_mtime_ns)
+            room = sum(f.stat().st_blocks * 512 for f in files if f.stat().st_mtime_ns < cut.stat().st_mtime_ns)
+            if disk.real:
+                assert disk.resize(shutil.disk_usage(disk.path).used + room + cut.stat().st_size // 2)
+            elif name.endswith(".safetensors"):
+                import peft.peft_model
+
+                def save_file(tensors, filename, *a, **k):
+                    raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+                monkeypatch.setattr(peft.peft_model, "safe_save_file", save_file)
+            else:
+                real_save, real_usage = torch.save, shutil.disk_usage
+
+                def save(obj, f, *a, **k):
+                    if str(f).endswith(name):
+                        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534")
+                    return real_save(obj, f, *a, **k)
+                monkeypatch.setattr(torch, "save", save)
+                monkeypatch.setattr(errors.shutil, "disk_usage",
+                                    lambda p: real_usage(p)._replace(free=0) if str(p).startswith(str(disk.path))
+                                    else real_usage(p))
+    return NoRoom()
+
+
+@pytest.mark.slow  # two tiny training runs a case
+@pytest.mark.parametrize("cut", ["adapter_model.safetensors", "optimizer.pt"])
+def test_a_full_disk_while_a_checkpoint_is_saved_is_one_line_and_resume_goes_on(toy_data, small_disk, capsys,
+                                                                                monkeypatch, cut):
+    # safetensors (the adapter) and torch.save (the optimizer) say it in errors that are not OSError
+    import functools
+
+    import gui_r1_lite.train as cli
+
+    out = small_disk.path / "run"
+    argv = [*_argv(toy_data, out), "--max_steps", "2", "--save_steps", "1"]
+    with monkeypatch.context() as faults:
+        faults.setattr(cli, "train", functools.partial(train, callbacks=[_no_room_for(cut, small_disk, 2, faults)]))
+        code, err = _run_main(argv, capsys)  # before: a traceback (SafetensorError, RuntimeError)
+    assert code == 1 and "Traceback" not in err and err.count("[train] error: ") == 1, err
+    lines = err[err.index("[train] error: "):].strip().splitlines()  # after the progress bar of the steps done
+    assert len(lines) == 2 and "--debug" in lines[1], err
+    assert lines[0].startswith(f"[train] error: disk full: could not write {out / 'checkpoint-2'} "), lines[0]
+    assert "checkpoint-1 and the checkpoints before it are complete and kept" in lines[0], lines[0]
+    assert "cut short, is skipped and removed by --resume" in lines[0] and lines[0].endswith("with --resume")
+    assert last_checkpoint(out) == str(out / "checkpoint-1") and (out / "checkpoint-2").is_dir()
+
+    if small_disk.real:
+        assert small_disk.resize(64 << 20)  # space freed
+    code, said = cli.main([*argv, "--resume"]), capsys.readouterr()
+    assert code == 0, said.err
+    assert "removed incomplete checkpoint(s) ['checkpoint-2']" in said.out
+    assert f"resuming from {out / 'checkpoint-1'}" in said.out
+    assert last_checkpoint(out) == str(out / "checkpoint-2") and (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert [r["step"] for r in read_metrics(out) if "loss" in r] == [1, 2]
+
+
+def test_only_a_full_disk_saving_a_checkpoint_becomes_an_oserror_naming_it(tmp_path):
+    import errno
+    from types import SimpleNamespace
+
+    from safetensors import SafetensorError
+
+    from gui_r1_lite.training.trainer import checkpoint_disk_full_as_oserror
+
+    def trainer_failing_with(exc: BaseException):
+        def save(model, trial):
+            raise exc
+        found = SimpleNamespace(_save_checkpoint=save, state=SimpleNamespace(global_step=3),
+                                _get_output_dir=lambda trial: str(tmp_path))
+        checkpoint_disk_full_as_oserror(found)
+        return found
+
+    def saving_raises(exc: BaseException) -> BaseException:
+        with pytest.raises(BaseException) as raised:
+            trainer_failing_with(exc)._save_checkpoint(None, None)
+        return raised.value
+
+    quota = OSError(errno.EDQUOT, os.strerror(errno.EDQUOT))
+    within = RuntimeError("while saving")
+    within.__context__ = quota
+    for full, code in [(SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)"),
+                        errno.ENOSPC), (within, errno.EDQUOT)]:
+        said = saving_raises(full)
+        assert isinstance(said, OSError) and said.errno == code and said.filename == str(tmp_path / "checkpoint-3")
+        assert said.__cause__ is full and "no checkpoint was complete yet" in said.kept
+    # a write that fails without saying why, on a disk with room, and anything else: left as they are
+    for other in [RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534"),
+                  OSError(errno.EIO, os.strerror(errno.EIO)), TypeError("a bug"), KeyboardInterrupt()]:
+        assert saving_raises(other) is other

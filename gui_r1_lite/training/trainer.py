@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import Any
 import yaml
 
 from ..actions import format_answer, target_action
-from ..errors import Terminated, deferred_sigterm
+from ..errors import Terminated, deferred_sigterm, disk_full_errno
 from ..runfolder import (
     RUN_FILE,
     check_training_folder,
@@ -204,6 +205,39 @@ def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
     return resume
 
 
+def checkpoint_disk_full_as_oserror(trainer) -> None:
+    """Make a full disk while `trainer` saves `checkpoint-N` an `OSError` (`errors.DISK_FULL`) that
+    names that folder and says what was kept (`kept`, for the command line's one line): the libraries
+    say it otherwise (safetensors' `SafetensorError`, `torch.save`'s `RuntimeError`). Any other
+    error of the save is left as it is."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    save = trainer._save_checkpoint
+
+    def saving(model, trial) -> None:
+        try:
+            save(model, trial)
+        except Exception as exc:
+            name = f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}"  # as `_save_checkpoint` names it
+            folder = Path(trainer._get_output_dir(trial=trial)) / name
+            code = disk_full_errno(exc, folder)
+            if code is None:
+                raise
+            full = OSError(code, os.strerror(code), str(folder))
+            full.kept = _kept_besides(folder)  # type: ignore[attr-defined]
+            raise full from exc
+
+    trainer._save_checkpoint = saving
+
+
+def _kept_besides(cut: Path) -> str:
+    before = last_checkpoint(cut.parent)
+    if before is None:
+        return f"no checkpoint was complete yet ({cut.name}, cut short, is removed by --resume, which starts afresh)"
+    return (f"{Path(before).name} and the checkpoints before it are complete and kept ({cut.name}, cut short, "
+            f"is skipped and removed by --resume)")
+
+
 def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     """Run one training job end to end; returns where everything was written. `callbacks`: extra
     `TrainerCallback`s (e.g. `viz.LiveCurves(...).callback()` for live curves in a notebook).
@@ -211,7 +245,7 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     The main process holds `output_dir` while it runs (`runfolder.hold_folder`): a second run into it
     is refused at once. A SIGTERM while training stops the run at the end of its step with a
     checkpoint saved there (a second one stops it at once) and raises `errors.Terminated`: `--resume`
-    continues it."""
+    continues it. A full disk while it saves a checkpoint raises an `OSError` naming that checkpoint."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
@@ -232,6 +266,7 @@ def _train(cfg: TrainConfig, args, out: Path, callbacks: list) -> TrainResult:
     record_base_model(cfg, out, identity)
     stop = StopWhenAsked()
     trainer = build_trainer(cfg, args, policy, dataset, [*callbacks, stop], validation=held_out)
+    checkpoint_disk_full_as_oserror(trainer)
     resume = checkpoint_to_resume(cfg, out)
     with deferred_sigterm() as asked:
         stop.asked = asked
