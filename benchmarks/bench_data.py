@@ -11,7 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gui_r1_lite.data import load_gui_r1, to_train_rows
+from gui_r1_lite.data import DataError, load_gui_r1, resolve_files, to_train_rows
 from gui_r1_lite.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +22,12 @@ def main() -> None:
     ap.add_argument("--data", default=str(ROOT / "data_samples"))
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error(f"--rounds must be at least 1, got {args.rounds}")
+    try:
+        resolve_files(args.data)
+    except DataError as exc:
+        ap.error(f"--data {exc}")
     for profile in ("cpu-mini", "gpu-3b"):
         p = get_profile(profile)
         load_rates, total_rates = [], []

@@ -80,6 +80,18 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--batch-sizes", default="1,4,16")
     args = ap.parse_args()
+    counts = {"--records": args.records, "--rounds": args.rounds, "--rows": args.rows,
+              "--max-new-tokens": args.max_new_tokens}
+    for flag, value in counts.items():
+        if value < 1:
+            ap.error(f"{flag} must be at least 1, got {value}")
+    try:
+        batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    except ValueError:
+        batch_sizes = []
+    if not batch_sizes or min(batch_sizes) < 1:
+        ap.error(f"--batch-sizes must be whole numbers of at least 1 separated by commas (e.g. 1,4,16), "
+                 f"got {args.batch_sizes!r}")
 
     import torch
 
@@ -115,7 +127,7 @@ def main() -> None:
                              max_pixels=TINY_MAX_PIXELS, device="cpu")
         warm = evaluate.ModelCompleter(policy)
         evaluate.predict(warm, rows[:2], tmp / "warm.jsonl", batch_size=2, max_new_tokens=4, progress=False)
-        for bs in (int(b) for b in args.batch_sizes.split(",")):
+        for bs in batch_sizes:
             timed = Timed(evaluate.ModelCompleter(policy))
             t0 = time.perf_counter()
             # a wrapped completer does not expose the processor: pass its bounds

@@ -422,11 +422,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     "--model-dir (reused by later runs)")
     args = ap.parse_args(argv)
     if args.summarize:
+        if not args.out.is_dir():
+            ap.error(f"--out {args.out}: no such folder (--summarize reads the runs' JSON files there)")
         return args
     args.device = args.device or ("cpu" if args.tiny else "cuda")
+    missing = [str(p) for p in args.recipe or [] if not p.is_file()]
+    if missing:
+        ap.error(f"--recipe {', '.join(missing)}: no such file (the recipes are in configs/)")
     args.recipe = [p.resolve() for p in args.recipe] if args.recipe else gpu_recipes()
     if args.steps < 1:
         ap.error("--steps must be at least 1")
+    if args.t4_gib <= 0:
+        ap.error(f"--t4-gib must be above 0 (GiB torch's allocator may take as a T4), got {args.t4_gib:g}")
     if (not args.tiny or args.device == "cuda" or args.t4) and not torch.cuda.is_available():
         ap.error(f"no CUDA device is visible to torch {torch.__version__}: the 3B benchmark and --t4 need one "
                  "(--tiny runs the same code on the CPU)")

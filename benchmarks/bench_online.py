@@ -26,6 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from gui_r1_lite.errors import UsageError  # noqa: E402
 from gui_r1_lite.runio import read_jsonl  # noqa: E402
 from harness import online  # noqa: E402
 
@@ -58,7 +59,13 @@ def main() -> None:
     ap.add_argument("--tasks", default="enter-text,login-user,click-option,click-button")
     ap.add_argument("--max-new-tokens", type=int, default=256)
     args = ap.parse_args()
-    tasks = args.tasks.split(",")
+    for flag, value in {"--episodes": args.episodes, "--max-new-tokens": args.max_new_tokens}.items():
+        if value < 1:
+            ap.error(f"{flag} must be at least 1, got {value}")
+    try:  # the oracle plays them too: each needs its scripted steps
+        tasks = online.check_tasks(args.tasks, oracle=True)
+    except UsageError as exc:
+        ap.error(f"--tasks {args.tasks!r}: {exc}")
 
     import torch
 

@@ -39,6 +39,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=50, help="passes over the 240 cases per round")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
+    for flag, value in {"--repeat": args.repeat, "--rounds": args.rounds}.items():
+        if value < 1:
+            ap.error(f"{flag} must be at least 1, got {value}")
     cases = reward_cases()
     work = [(c["completion"], c["gt_action"], c["gt_bbox"], c["gt_input_text"]) for c in cases] * args.repeat
 

@@ -42,9 +42,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
-
 from gui_r1_lite import modeling, rewards, training  # noqa: E402
+from gui_r1_lite.data import DataError, resolve_files  # noqa: E402
 from gui_r1_lite.profiles import get_profile  # noqa: E402
 
 DATA = ROOT / "data_samples" / "train" / "miniwob_train.parquet"
@@ -137,6 +136,7 @@ def install_wrappers() -> None:
     rewards.build_rewards = timed_build_rewards
 
     import datasets
+    import torch
 
     for name in ("__getitems__", "__getitem__"):
         if hasattr(datasets.Dataset, name):
@@ -193,8 +193,21 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--out", default=None, help="run folder (default: a temporary one)")
     args = ap.parse_args()
+    if args.steps < 1:
+        ap.error(f"--steps must be at least 1, got {args.steps}")
+    if args.warmup < 0:
+        ap.error(f"--warmup must be 0 or more, got {args.warmup}")
     if args.steps <= args.warmup:
         ap.error("--steps must exceed --warmup")
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be at least 1 (leave it out for torch's choice), got {args.threads}")
+    try:
+        resolve_files(args.data)
+    except DataError as exc:
+        ap.error(f"--data {exc}")
+
+    import torch  # after the flags are checked: its import takes seconds
+
     if args.threads:
         torch.set_num_threads(args.threads)
 

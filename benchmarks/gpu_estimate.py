@@ -13,6 +13,7 @@ decoder layer's input kept, one layer recomputed for its backward) + workspaces 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -315,5 +316,11 @@ def tables() -> str:
     return grpo_table() + "\n" + curation_table()
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
     print(tables(), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

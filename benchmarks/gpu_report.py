@@ -7,6 +7,7 @@ completion ran to full length; a run out of memory never passes (as a T4: it doe
 
 from __future__ import annotations
 
+import argparse
 import math
 import statistics
 import sys
@@ -187,7 +188,14 @@ def verdict(out: Path) -> int:
     return 1 if failed else 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, metavar="OUT_DIR", help="the --out folder of bench_gpu_recipe.py")
+    args = ap.parse_args(argv)
+    if not args.out.is_dir():
+        ap.error(f"{args.out}: no such folder (pass the --out folder of bench_gpu_recipe.py)")
+    return verdict(args.out)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: python {Path(__file__).name} OUT_DIR")
-    sys.exit(verdict(Path(sys.argv[1])))
+    sys.exit(main())

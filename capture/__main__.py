@@ -55,6 +55,42 @@ def _run_source(source: str, args) -> dict:
     raise ValueError(source)
 
 
+def _check_args(p: argparse.ArgumentParser, args) -> None:
+    """Refuse, naming it, what the command would fail on later or silently ignore: a `--limit` below 1,
+    paths given to a capture, a preview without files, a path that is not there, a folder to check
+    without parquet files, unknown MiniWoB tasks, training seeds that are held-out seeds too."""
+    if args.limit < 1:
+        p.error(f"--limit must be at least 1 (rows per file to preview), got {args.limit}")
+    if args.source not in ("check", "preview"):
+        if args.paths:
+            p.error(f"{args.source} takes no paths, got {' '.join(args.paths)} (the output folder is --out)")
+    elif args.source == "preview" and not args.paths:
+        p.error("preview needs parquet files to draw, e.g. data_samples/test/realgui_test.parquet")
+    paths = args.paths or (["data_samples"] if args.source == "check" else [])
+    missing = [path for path in paths if not Path(path).exists()]
+    if missing:
+        p.error(f"no such file or folder: {', '.join(missing)}")
+    if args.source == "preview":
+        folders = [path for path in paths if not Path(path).is_file()]
+        if folders:
+            p.error(f"preview draws parquet files, not folders: {', '.join(folders)}")
+    if args.source == "check":
+        for path in map(Path, paths):
+            if path.is_dir() and not any(path.rglob("*.parquet")):
+                p.error(f"{path}: no parquet files to check")
+    if args.source in ("miniwob", "all"):
+        from . import miniwob
+
+        unknown = [t for t in args.tasks or [] if t not in miniwob.TASKS]
+        if unknown:
+            p.error(f"--tasks: unknown MiniWoB tasks {' '.join(unknown)}; known: {' '.join(sorted(miniwob.TASKS))}")
+        train, test = args.seeds or miniwob.TRAIN_SEEDS, args.test_seeds or miniwob.TEST_SEEDS
+        overlap = sorted(set(train) & set(test))
+        if overlap:
+            p.error(f"--seeds and --test-seeds overlap ({', '.join(map(str, overlap[:10]))}): a held-out episode "
+                    "must not be a training one")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -66,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", nargs="+", help="miniwob tasks (default: all in harness.online.miniwob.TASKS)")
     p.add_argument("--limit", type=int, default=12, help="preview: rows per file")
     args = p.parse_args(argv)
+    _check_args(p, args)
 
     if args.source == "check":
         files = []

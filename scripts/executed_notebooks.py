@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compact", action="store_true",
                     help="only re-encode the committed pages' figures as palette PNGs (compact_png), in place")
     args = ap.parse_args(argv)
+    if args.run is not None and not (args.run / "summary.json").is_file():
+        ap.error(f"--run {args.run}: {'no summary.json there' if args.run.is_dir() else 'no such folder'}; pass a "
+                 "finished cpu-mini run folder (its summary.json and notebooks/)")
     if args.compact:
         for png in sorted(EXECUTED.glob("*_files/*.png")):
             png.write_bytes(compact_png(png.read_bytes()))

@@ -17,7 +17,29 @@ The work is `gui_r1_lite.training.merge_adapter`; this file only reads the comma
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
+
+
+def _check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before torch loads, a --base that is neither a model folder nor a hub id and an --adapter
+    folder without its adapter_config.json."""
+    from gui_r1_lite.hub import is_hub_id
+
+    base = Path(args.base).expanduser()
+    if base.is_dir():
+        if not (base / "config.json").is_file():
+            ap.error(f"--base {args.base}: no config.json there; pass a saved model folder or a hub id")
+    elif base.exists():
+        ap.error(f"--base {args.base}: is a file; pass a saved model folder or a hub id")
+    elif not is_hub_id(args.base):
+        ap.error(f"--base {args.base}: no such folder ({os.path.abspath(base)}), and not a hub id of the form "
+                 "owner/name either")
+    if not (Path(args.adapter).expanduser() / "adapter_config.json").is_file():
+        where = "no adapter_config.json there" if Path(args.adapter).is_dir() else "no such folder"
+        ap.error(f"--adapter {args.adapter}: {where}; pass the adapter folder training saved "
+                 "(<output_dir>/adapter or a checkpoint)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="for a QLoRA adapter: merge into the dequantized NF4 base it was trained against, "
                          "not the full-precision base (the default)")
     args = ap.parse_args(argv)
+    _check_args(ap, args)
 
     from gui_r1_lite.training import merge_adapter
 

@@ -10,6 +10,7 @@ manifest (name, version, size, sha256, requirements, what was dropped) beside th
 
 from __future__ import annotations
 
+import argparse
 import base64
 import csv
 import email.parser
@@ -121,9 +122,21 @@ def check_record(wheel: Path) -> list[str]:
     return bad
 
 
-def main(argv: list[str]) -> int:
-    folder = Path(argv[0])
-    manifest_path = Path(argv[1]) if len(argv) > 1 else folder / "manifest.json"
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", type=Path, metavar="WHEELS_DIR", help="the wheels, trimmed in place")
+    ap.add_argument("manifest", type=Path, nargs="?", metavar="MANIFEST_JSON",
+                    help="where the manifest goes (default: WHEELS_DIR/manifest.json)")
+    args = ap.parse_args(argv)
+    folder = args.folder
+    manifest_path = args.manifest or folder / "manifest.json"
+    # checked before any wheel is rewritten in place
+    if not folder.is_dir():
+        ap.error(f"{folder}: no such folder")
+    if not manifest_path.parent.is_dir():
+        ap.error(f"{manifest_path}: its folder {manifest_path.parent} does not exist")
+    if not any(folder.glob("*.whl")):
+        ap.error(f"{folder}: no .whl files to trim")
     wheels = {}
     for wheel in sorted(folder.glob("*.whl")):
         entry = {"file": wheel.name, **metadata(wheel)}
@@ -148,4 +161,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

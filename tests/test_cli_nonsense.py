@@ -1,7 +1,9 @@
-"""Nonsense on every command line: each entry point of `grounding`, `harness` and `study` (found by
-walking their files for a `__main__` block, plus every `gui-r1-lite` subcommand) answers an unknown
-flag, a count of zero or below, a number that is not one and a missing file or folder with a usage
-error: exit code 2, a few lines on stderr naming the flag or value, no traceback, nothing computed.
+"""Nonsense on every command line: each entry point of `grounding`, `harness`, `study` and `capture`
+(found by walking their files for a `__main__` block, plus every `gui-r1-lite` subcommand), and each
+script of `benchmarks/` and `scripts/` with a `__main__` block (run as `python benchmarks/x.py`),
+answers an unknown flag, a count of zero or below, a number that is not one, a missing file or folder
+and a malformed value with a usage error: exit code 2, a few lines on stderr naming the flag or value,
+no traceback, nothing computed.
 
 A new command is covered at once: its unknown-flag case is generated from the discovery, and
 `test_every_entry_point_has_its_cases` fails until its value cases are written below."""
@@ -19,20 +21,34 @@ from gui_r1_lite.runfolder import LOCK_FILE
 from harness.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("grounding", "harness", "study")
+PACKAGES = ("grounding", "harness", "study", "capture")
+#: Folders of scripts run as files, `python benchmarks/bench_data.py`: an entry point is its path.
+SCRIPT_FOLDERS = ("benchmarks", "scripts")
+#: Files with a `__main__` block that are no command line of their own, and why.
+NOT_COMMANDS = {
+    # capture.desktop runs it under the system's /usr/bin/python3 (pyatspi is not importable from the
+    # virtualenv) with the one application name it chooses, and reads the JSON it prints: no person runs it
+    "capture._atspi_dump": "an internal helper of capture.desktop",
+}
+MAIN = 'if __name__ == "__main__"'
 #: argparse's usage (wrapped) and its error line, or our error line and its --debug hint: never more.
 MAX_STDERR_LINES = 20
 
 
 def entry_points() -> list[str]:
-    """`python -m` targets: modules of PACKAGES with a `__main__` block, and `harness.cli <command>`."""
+    """`python -m` targets: modules of PACKAGES with a `__main__` block (less NOT_COMMANDS), and
+    `harness.cli <command>`; then the scripts of SCRIPT_FOLDERS with one, by their path."""
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
-            if 'if __name__ == "__main__"' in path.read_text(encoding="utf-8"):
+            if MAIN in path.read_text(encoding="utf-8"):
                 parts = path.relative_to(ROOT).with_suffix("").parts
-                found.append(".".join(parts[:-1] if parts[-1] == "__main__" else parts))
-    return found + [f"harness.cli {command}" for command in COMMANDS]
+                module = ".".join(parts[:-1] if parts[-1] == "__main__" else parts)
+                if module not in NOT_COMMANDS:
+                    found.append(module)
+    scripts = [path.relative_to(ROOT).as_posix() for folder in SCRIPT_FOLDERS
+               for path in sorted((ROOT / folder).glob("*.py")) if MAIN in path.read_text(encoding="utf-8")]
+    return found + [f"harness.cli {command}" for command in COMMANDS] + scripts
 
 
 #: What each command needs besides the flag under test (so the error is about that flag, not a missing
@@ -53,6 +69,12 @@ BASE = {
     "harness.cli evaluate": ["--data", "data_samples/test", "--baseline", "random", "--out", "{tmp}/eval"],
     "harness.cli online": ["--policy", "oracle", "--out", "{tmp}/online"],
     "harness.cli miniature": ["--out", "{tmp}/mini"],
+    "capture": ["preview", "data_samples/test/realgui_test.parquet", "--out", "{tmp}/previews"],
+    "benchmarks/bench_gpu_recipe.py": ["--tiny", "--out", "{tmp}/bench"],
+    "benchmarks/gpu_report.py": ["{tmp}"],
+    "scripts/merge_adapter.py": ["--base", "Qwen/Qwen2.5-VL-3B-Instruct", "--adapter", "{tmp}/adapter",
+                                 "--out", "{tmp}/merged"],
+    "scripts/trim_wheels.py": ["{tmp}"],
 }
 
 #: Per command: (case, arguments replacing or added to BASE's, what the error must name).
@@ -136,6 +158,93 @@ CASES: dict[str, list[tuple[str, list[str], str]]] = {
     ],
     "harness.cli online": [],
     "harness.cli miniature": [],
+    "capture": [
+        ("source-unknown", ["sparkles"], "sparkles"),
+        ("limit-zero", ["--limit", "0"], "--limit"),
+        ("limit-negative", ["--limit", "-1"], "--limit"),
+        ("limit-not-a-number", ["--limit", "many"], "--limit"),
+        ("preview-file-missing", ["preview", "{tmp}/none.parquet", "--out", "{tmp}/previews"], "none.parquet"),
+        ("preview-without-files", ["preview", "--out", "{tmp}/previews"], "preview"),
+        ("check-path-missing", ["check", "{tmp}/no-data"], "no-data"),
+        ("check-folder-without-parquet", ["check", "{tmp}"], "parquet"),
+        ("capture-given-paths", ["web", "stray", "--out", "{tmp}/out"], "stray"),
+        ("seeds-not-numbers", ["miniwob", "--out", "{tmp}/out", "--seeds", "many"], "--seeds"),
+        ("seeds-empty", ["miniwob", "--out", "{tmp}/out", "--seeds", ""], "--seeds"),
+        ("test-seeds-negative", ["miniwob", "--out", "{tmp}/out", "--test-seeds", "-1"], "--test-seeds"),
+        ("seeds-overlap", ["miniwob", "--out", "{tmp}/out", "--seeds", "0-5", "--test-seeds", "3"], "--test-seeds"),
+        ("tasks-unknown", ["miniwob", "--out", "{tmp}/out", "--tasks", "sparkles"], "sparkles"),
+    ],
+    "benchmarks/bench_data.py": [
+        ("rounds-zero", ["--rounds", "0"], "--rounds"),
+        ("rounds-negative", ["--rounds", "-1"], "--rounds"),
+        ("rounds-not-a-number", ["--rounds", "three"], "--rounds"),
+        ("data-missing", ["--data", "{tmp}/no-data"], "no-data"),
+        ("data-without-parquet", ["--data", "{tmp}"], "parquet"),
+    ],
+    "benchmarks/bench_eval.py": [
+        ("records-zero", ["--records", "0"], "--records"),
+        ("rounds-zero", ["--rounds", "0"], "--rounds"),
+        ("rows-negative", ["--rows", "-1"], "--rows"),
+        ("max-new-tokens-zero", ["--max-new-tokens", "0"], "--max-new-tokens"),
+        ("batch-sizes-not-numbers", ["--batch-sizes", "0,x"], "--batch-sizes"),
+        ("batch-sizes-zero", ["--batch-sizes", "4,0"], "--batch-sizes"),
+        ("batch-sizes-empty", ["--batch-sizes", ""], "--batch-sizes"),
+    ],
+    "benchmarks/bench_gpu_recipe.py": [
+        ("steps-zero", ["--steps", "0"], "--steps"),
+        ("steps-not-a-number", ["--steps", "two"], "--steps"),
+        ("recipe-missing", ["--recipe", "{tmp}/none.yaml"], "none.yaml"),
+        ("t4-gib-zero", ["--t4-gib", "0"], "--t4-gib"),
+        ("t4-on-the-cpu", ["--t4", "--device", "cpu"], "--t4"),
+        ("summarize-missing-folder", ["--summarize", "--out", "{tmp}/no-results"], "no-results"),
+    ],
+    "benchmarks/bench_online.py": [
+        ("episodes-zero", ["--episodes", "0"], "--episodes"),
+        ("episodes-negative", ["--episodes", "-1"], "--episodes"),
+        ("episodes-not-a-number", ["--episodes", "ten"], "--episodes"),
+        ("max-new-tokens-zero", ["--max-new-tokens", "0"], "--max-new-tokens"),
+        ("tasks-unknown", ["--tasks", "sparkles"], "sparkles"),
+        ("tasks-empty", ["--tasks", ""], "--tasks"),
+    ],
+    "benchmarks/bench_rewards.py": [
+        ("repeat-zero", ["--repeat", "0"], "--repeat"),
+        ("repeat-negative", ["--repeat", "-1"], "--repeat"),
+        ("rounds-zero", ["--rounds", "0"], "--rounds"),
+        ("rounds-not-a-number", ["--rounds", "five"], "--rounds"),
+    ],
+    "benchmarks/bench_train_step.py": [
+        ("steps-zero", ["--steps", "0"], "--steps"),
+        ("steps-not-a-number", ["--steps", "twelve"], "--steps"),
+        ("warmup-negative", ["--warmup", "-1"], "--warmup"),
+        ("threads-zero", ["--threads", "0"], "--threads"),
+        ("threads-negative", ["--threads", "-2"], "--threads"),
+        ("data-missing", ["--data", "{tmp}/none.parquet"], "none.parquet"),
+    ],
+    "benchmarks/gpu_estimate.py": [
+        ("stray-argument", ["tables"], "tables"),
+    ],
+    "benchmarks/gpu_report.py": [
+        ("no-argument", [], "OUT_DIR"),
+        ("folder-missing", ["{tmp}/no-results"], "no-results"),
+        ("two-arguments", ["{tmp}", "stray"], "stray"),
+    ],
+    "scripts/executed_notebooks.py": [
+        ("run-missing", ["--run", "{tmp}/no-run"], "no-run"),
+        ("run-not-a-run-folder", ["--run", "{tmp}"], "summary.json"),
+    ],
+    "scripts/merge_adapter.py": [
+        ("base-missing", ["--base", "{tmp}/no-base"], "no-base"),
+        ("base-not-a-model", ["--base", "{tmp}"], "--base"),
+        ("adapter-missing", ["--adapter", "{tmp}/no-adapter"], "no-adapter"),
+        ("adapter-not-an-adapter", ["--adapter", "{tmp}"], "adapter_config.json"),
+        ("dtype-unknown", ["--dtype", "float8"], "float8"),
+    ],
+    "scripts/trim_wheels.py": [
+        ("no-argument", [], "WHEELS_DIR"),
+        ("folder-missing", ["{tmp}/no-wheels"], "no-wheels"),
+        ("folder-without-wheels", ["{tmp}"], ".whl"),
+        ("manifest-folder-missing", ["data_samples", "{tmp}/no-folder/manifest.json"], "no-folder"),
+    ],
 }
 
 #: Commands whose start alone takes tens of seconds (TRL's import): their cases run in the slow tier.
@@ -143,16 +252,24 @@ SLOW = {"harness.cli train"}
 
 
 def _argv(entry: str, extra: list[str]) -> list[str]:
-    """The case's command line: `extra` itself when it opens on a positional argument, else BASE's with
-    each `--flag value` pair of `extra` replacing BASE's value of that flag or added to it."""
-    if extra and not extra[0].startswith("-"):
+    """The case's command line: nothing at all when `extra` is empty; `extra` itself when it opens on a
+    positional argument; else BASE's with each `--flag value` pair of `extra` replacing BASE's value of
+    that flag or added to it (a flag followed by another flag, or last, is a switch: added alone)."""
+    if not extra:
+        return []
+    if not extra[0].startswith("-"):
         return extra
-    base, added = list(BASE.get(entry, [])), []
-    for flag, value in zip(extra[::2], extra[1::2], strict=True):
-        if flag in base:
-            base[base.index(flag) + 1] = value
+    base, added, i = list(BASE.get(entry, [])), [], 0
+    while i < len(extra):
+        flag = extra[i]
+        if i + 1 < len(extra) and not extra[i + 1].startswith("--"):
+            value, i = extra[i + 1], i + 2
+            if flag in base:
+                base[base.index(flag) + 1] = value
+            else:
+                added += [flag, value]
         else:
-            added += [flag, value]
+            added, i = added + ([] if flag in base else [flag]), i + 1
     return base + added
 
 
@@ -160,7 +277,8 @@ def _run(entry: str, argv: list[str], tmp_path: Path) -> subprocess.CompletedPro
     env = {k: v for k, v in os.environ.items() if k != "GUI_R1_LITE_DEBUG"}
     env.update(OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    return subprocess.run([sys.executable, "-m", *entry.split(), *args], cwd=ROOT, env=env, capture_output=True,
+    command = [entry] if entry.endswith(".py") else ["-m", *entry.split()]  # a script runs as a file
+    return subprocess.run([sys.executable, *command, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=int(os.environ.get("NONSENSE_TIMEOUT", "120")))
 
 
@@ -189,7 +307,8 @@ def test_nonsense_is_a_usage_error_naming_it(entry, argv, named, tmp_path):
     assert "Traceback (most recent call last)" not in err, err
     assert result.returncode == 2, f"exit {result.returncode}\n{err}\n{result.stdout[-2000:]}"
     assert len(err.splitlines()) <= MAX_STDERR_LINES, err
-    error_lines = [line for line in err.splitlines() if "error" in line]
+    # the test's own folder is named after it ("..._usage_error_..."): the word must be the message's
+    error_lines = [line for line in err.replace(str(tmp_path), "{tmp}").splitlines() if "error" in line]
     assert any(named in line for line in error_lines), err
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != LOCK_FILE]
     assert not written, f"the command wrote {written} before refusing"
