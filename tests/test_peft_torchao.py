@@ -96,3 +96,90 @@ def test_load_policy_and_the_merge_go_on_beside_the_old_torchao(old_torchao, tin
     assert lines["merged"] == "True", done.stdout
     assert f"torchao {OLD_TORCHAO} is older than this peft accepts" in done.stderr, done.stderr[-3000:]
     assert FAULT not in done.stdout + done.stderr
+
+
+# --- in this process: which branch `settle_peft_torchao` takes, with PEFT's check faked ---------------------
+
+@pytest.fixture
+def torchao_entry_restored():
+    """`sys.modules["torchao"]` as it was before the test (settle_peft_torchao may hide torchao there)."""
+    missing = object()
+    before = sys.modules.pop("torchao", missing)
+    try:
+        yield
+    finally:
+        if before is missing:
+            sys.modules.pop("torchao", None)
+        else:
+            sys.modules["torchao"] = before
+
+
+def peft_check_of_an_old_torchao(monkeypatch, cached: bool) -> list[bool]:
+    """PEFT's `is_torchao_available` as peft >= 0.19 answers a torchao below its floor (an ImportError
+    whenever torchao can be found, else False), cached for the process or not; returns the list of
+    whether each call found torchao."""
+    import functools
+    import importlib.util
+
+    import peft.import_utils
+
+    calls: list[bool] = []
+
+    def is_torchao_available() -> bool:
+        calls.append(importlib.util.find_spec("torchao") is not None)
+        if calls[-1]:
+            raise ImportError(f"{FAULT}. Found version {OLD_TORCHAO}, but only versions above 0.16.0 are supported")
+        return False
+
+    monkeypatch.setattr(peft.import_utils, "is_torchao_available",
+                        functools.lru_cache(is_torchao_available) if cached else is_torchao_available)
+    return calls
+
+
+def test_a_peft_that_does_not_cache_its_answer_keeps_torchao_hidden(old_torchao, monkeypatch,
+                                                                   torchao_entry_restored):
+    import importlib.util
+
+    from peft import import_utils
+
+    from gui_r1_lite.lora import settle_peft_torchao
+
+    monkeypatch.syspath_prepend(str(old_torchao))  # the stand-in torchao 0.10.0 and its dist-info
+    calls = peft_check_of_an_old_torchao(monkeypatch, cached=False)
+    assert settle_peft_torchao() == OLD_TORCHAO
+    assert calls == [True, False, True], calls  # its verdict, hidden once, and still the ImportError after
+    assert "torchao" in sys.modules and sys.modules["torchao"] is None  # hidden for the rest of the process
+    assert importlib.util.find_spec("torchao") is None and import_utils.is_torchao_available() is False
+
+
+def test_a_peft_that_caches_its_answer_leaves_torchao_importable(old_torchao, monkeypatch, torchao_entry_restored):
+    import importlib.util
+
+    from peft import import_utils
+
+    from gui_r1_lite.lora import settle_peft_torchao
+
+    monkeypatch.syspath_prepend(str(old_torchao))
+    calls = peft_check_of_an_old_torchao(monkeypatch, cached=True)
+    assert settle_peft_torchao() == OLD_TORCHAO
+    assert calls == [True, False], calls  # the third call is answered by PEFT's cache
+    assert "torchao" not in sys.modules and importlib.util.find_spec("torchao") is not None
+    assert import_utils.is_torchao_available() is False
+
+
+def test_without_torchao_nothing_is_asked_nor_hidden(monkeypatch, torchao_entry_restored):
+    import importlib.util
+
+    import peft.import_utils
+
+    from gui_r1_lite.lora import settle_peft_torchao
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a, **k: None if name == "torchao" else find_spec(name, *a, **k))
+
+    def is_torchao_available() -> bool:
+        raise AssertionError("PEFT was asked about a torchao that is not there")
+    monkeypatch.setattr(peft.import_utils, "is_torchao_available", is_torchao_available)
+    assert settle_peft_torchao() is None
+    assert "torchao" not in sys.modules

@@ -265,11 +265,13 @@ def small_disk(tmp_path):
                 subprocess.run(["umount", "-l", str(path)], check=True)  # detached now, gone when unmapped
 
 
-def _no_room_for(name: str, disk, step: int, monkeypatch):
-    """A callback that, at the end of `step` (before its checkpoint is saved), leaves the disk room
-    for what `checkpoint-1` held before its `name` and half of `name` (tmpfs records the order of
-    writes to the nanosecond). Without a real disk: the library call writing `name` raises its own
-    error of a full disk (and the disk says it has no room left)."""
+def _no_room_for(name: str, disk, step: int, monkeypatch, final: bool = False):
+    """A callback that, at the end of `step` (before its checkpoint is saved; `final`: at the end of
+    training, before the adapter is saved), leaves the disk room for what the newest checkpoint held
+    before its `name` and half of `name` (tmpfs records the order of writes to the nanosecond; a
+    checkpoint starts with what the adapter holds, in the same order). Without a real disk: the
+    library call writing `name` raises its own error of a full disk (and the disk says it has no room
+    left)."""
     import shutil
 
     import torch
@@ -280,9 +282,15 @@ def _no_room_for(name: str, disk, step: int, monkeypatch):
 
     class NoRoom(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
-            if state.global_step != step:
-                return
-            files = [f for f in (Path(args.output_dir) / "checkpoint-1").rglob("*") if f.is_file()]
+            if not final and state.global_step == step:
+                self.fill(args)
+
+        def on_train_end(self, args, state, control, **kw):
+            if final and state.global_step == step:
+                self.fill(args)
+
+        def fill(self, args):
+            files = [f for f in Path(last_checkpoint(args.output_dir)).rglob("*") if f.is_file()]
             cut = min((f for f in files if f.name == name), key=lambda f: f.stat().st_mtime_ns)
             room = sum(f.stat().st_blocks * 512 for f in files if f.stat().st_mtime_ns < cut.stat().st_mtime_ns)
             if disk.real:
@@ -339,6 +347,42 @@ def test_a_full_disk_while_a_checkpoint_is_saved_is_one_line_and_resume_goes_on(
     assert [r["step"] for r in read_metrics(out) if "loss" in r] == [1, 2]
 
 
+@pytest.mark.slow  # two tiny training runs (the second trains no step)
+def test_a_full_disk_while_the_adapter_is_saved_is_one_line_and_resume_saves_it(toy_data, small_disk, capsys,
+                                                                                 monkeypatch):
+    import functools
+
+    from safetensors.torch import load_file
+
+    import gui_r1_lite.train as cli
+
+    out = small_disk.path / "run"
+    argv = [*_argv(toy_data, out), "--max_steps", "2", "--save_steps", "2"]  # checkpoint-2, then the adapter
+    with monkeypatch.context() as faults:
+        cut = _no_room_for("adapter_model.safetensors", small_disk, 2, faults, final=True)
+        faults.setattr(cli, "train", functools.partial(train, callbacks=[cut]))
+        code, err = _run_main(argv, capsys)  # before: a traceback (SafetensorError)
+    assert code == 1 and "Traceback" not in err and err.count("[train] error: ") == 1, err
+    lines = err[err.index("[train] error: "):].strip().splitlines()
+    assert len(lines) == 2 and "--debug" in lines[1], err
+    assert lines[0].startswith(f"[train] error: disk full: could not write {out / 'adapter'} "), lines[0]
+    assert ("checkpoint-2 and the checkpoints before it are complete and kept (adapter, cut short, is removed; "
+            "--resume finishes the run from checkpoint-2 and saves it)") in lines[0] and lines[0].endswith("with --resume"), lines[0]
+    assert last_checkpoint(out) == str(out / "checkpoint-2")
+    assert not [p.name for p in out.iterdir() if "adapter" in p.name], "a half-written adapter was left"
+
+    if small_disk.real:
+        assert small_disk.resize(64 << 20)  # space freed
+    code, said = cli.main([*argv, "--resume"]), capsys.readouterr()
+    assert code == 0, said.err
+    assert f"resuming from {out / 'checkpoint-2'}" in said.out and "removed incomplete" not in said.out
+    assert "nothing to train" in said.out and "done: 2 steps" in said.out  # before: a step past max_steps
+    saved, kept = (load_file(d / "adapter_model.safetensors") for d in (out / "adapter", out / "checkpoint-2"))
+    assert saved.keys() == kept.keys() and all(saved[k].equal(kept[k]) for k in saved)
+    assert (out / "adapter" / "adapter_config.json").is_file() and not list(out.glob(".adapter*"))
+    assert [r["step"] for r in read_metrics(out) if "loss" in r] == [1, 2] and not (out / "checkpoint-3").exists()
+
+
 def test_only_a_full_disk_saving_a_checkpoint_becomes_an_oserror_naming_it(tmp_path):
     import errno
     from types import SimpleNamespace
@@ -372,3 +416,42 @@ def test_only_a_full_disk_saving_a_checkpoint_becomes_an_oserror_naming_it(tmp_p
     for other in [RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534"),
                   OSError(errno.EIO, os.strerror(errno.EIO)), TypeError("a bug"), KeyboardInterrupt()]:
         assert saving_raises(other) is other
+
+
+def test_the_adapter_appears_only_whole_and_a_full_disk_saving_it_names_it(tmp_path):
+    from types import SimpleNamespace
+
+    from safetensors import SafetensorError
+
+    from gui_r1_lite.training.trainer import save_adapter
+
+    class Processor:
+        def save_pretrained(self, folder):
+            (Path(folder) / "processor_config.json").write_text("{}")
+
+    def trainer_failing_with(exc: BaseException | None):
+        def save_model(folder):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / "adapter_model.safetensors").write_bytes(b"half of it")
+            if exc is not None:
+                raise exc
+        return SimpleNamespace(save_model=save_model, accelerator=SimpleNamespace(wait_for_everyone=lambda: None))
+
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_model.safetensors").write_bytes(b"of an earlier finish")
+    full = SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    with pytest.raises(OSError) as raised:
+        save_adapter(trainer_failing_with(full), Processor(), tmp_path)
+    said = raised.value
+    assert said.filename == str(tmp_path / "adapter") and said.__cause__ is full
+    assert said.kept == "no checkpoint was complete yet (adapter, cut short, is removed; --resume starts afresh)"
+    assert not list(tmp_path.iterdir()), "an adapter cut short (or an earlier one) was left to be loaded"
+    bug = TypeError("a bug")
+    with pytest.raises(TypeError) as raised:
+        save_adapter(trainer_failing_with(bug), Processor(), tmp_path)
+    assert raised.value is bug and not list(tmp_path.iterdir())
+
+    assert save_adapter(trainer_failing_with(None), Processor(), tmp_path) == tmp_path / "adapter"
+    assert [p.name for p in tmp_path.iterdir()] == ["adapter"]
+    assert sorted(p.name for p in (tmp_path / "adapter").iterdir()) == ["adapter_model.safetensors",
+                                                                        "processor_config.json"]

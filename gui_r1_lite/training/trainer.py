@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -205,37 +206,98 @@ def checkpoint_to_resume(cfg: TrainConfig, out: Path) -> str | None:
     return resume
 
 
+@contextmanager
+def disk_full_as_oserror(folder: Path, adapter: bool = False) -> Iterator[None]:
+    """Inside, an error saying that a write into `folder` found no room (`errors.disk_full_errno`: the
+    libraries say it otherwise, safetensors' `SafetensorError`, `torch.save`'s `RuntimeError`) is an
+    `OSError` (`errors.DISK_FULL`) naming `folder` that says what was kept (`kept`, for the command
+    line's one line; `adapter`: `folder` is the adapter, removed already). Any other error is left
+    as it is."""
+    try:
+        yield
+    except Exception as exc:
+        code = disk_full_errno(exc, folder)
+        if code is None:
+            raise
+        full = OSError(code, os.strerror(code), str(folder))
+        full.kept = _kept_besides(folder, adapter)  # type: ignore[attr-defined]
+        raise full from exc
+
+
 def checkpoint_disk_full_as_oserror(trainer) -> None:
-    """Make a full disk while `trainer` saves `checkpoint-N` an `OSError` (`errors.DISK_FULL`) that
-    names that folder and says what was kept (`kept`, for the command line's one line): the libraries
-    say it otherwise (safetensors' `SafetensorError`, `torch.save`'s `RuntimeError`). Any other
-    error of the save is left as it is."""
+    """Make a full disk while `trainer` saves `checkpoint-N` an `OSError` naming that folder
+    (`disk_full_as_oserror`)."""
     from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
     save = trainer._save_checkpoint
 
     def saving(model, trial) -> None:
-        try:
+        name = f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}"  # as `_save_checkpoint` names it
+        with disk_full_as_oserror(Path(trainer._get_output_dir(trial=trial)) / name):
             save(model, trial)
-        except Exception as exc:
-            name = f"{PREFIX_CHECKPOINT_DIR}-{trainer.state.global_step}"  # as `_save_checkpoint` names it
-            folder = Path(trainer._get_output_dir(trial=trial)) / name
-            code = disk_full_errno(exc, folder)
-            if code is None:
-                raise
-            full = OSError(code, os.strerror(code), str(folder))
-            full.kept = _kept_besides(folder)  # type: ignore[attr-defined]
-            raise full from exc
 
     trainer._save_checkpoint = saving
 
 
-def _kept_besides(cut: Path) -> str:
+def _kept_besides(cut: Path, adapter: bool = False) -> str:
+    """What a full disk that cut `cut` short kept (the newest complete checkpoint beside it), and what
+    `--resume` does: a checkpoint cut short is removed by it; the adapter (`adapter`) is removed
+    already, and saved again by the resumed run when it has finished."""
     before = last_checkpoint(cut.parent)
     if before is None:
-        return f"no checkpoint was complete yet ({cut.name}, cut short, is removed by --resume, which starts afresh)"
-    return (f"{Path(before).name} and the checkpoints before it are complete and kept ({cut.name}, cut short, "
-            f"is skipped and removed by --resume)")
+        fate = "is removed; --resume starts afresh" if adapter else "is removed by --resume, which starts afresh"
+        return f"no checkpoint was complete yet ({cut.name}, cut short, {fate})"
+    name = Path(before).name
+    fate = f"is removed; --resume finishes the run from {name} and saves it" if adapter else \
+        "is skipped and removed by --resume"
+    return f"{name} and the checkpoints before it are complete and kept ({cut.name}, cut short, {fate})"
+
+
+class TrainingDone(Exception):
+    """`trainer.train` was resumed from a checkpoint at `max_steps` already (`finished_already`)."""
+
+
+def finished_already():
+    """A callback that ends `trainer.train` as it begins (`TrainingDone`, the checkpoint's weights and
+    state loaded) when the checkpoint it resumes from is at `max_steps` or past it: the trainer would
+    train a step past `max_steps` (it checks only after a step). A run whose adapter was not saved
+    (a full disk, a stop while saving it) is finished so by `--resume`."""
+    from transformers import TrainerCallback
+
+    class FinishedAlready(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            if state.global_step >= state.max_steps > 0:
+                raise TrainingDone(state.global_step)
+
+    return FinishedAlready()
+
+
+def save_adapter(trainer, processor, out: Path) -> Path:
+    """`out/adapter`: the trained weights (`trainer.save_model`) and `processor`, written into a hidden
+    sibling and renamed when complete, so a later step never loads one cut short; the adapter of an
+    earlier finish (a run resumed past it) is removed first. Any failure removes the hidden folder;
+    a full disk is an `OSError` naming `out/adapter` (`disk_full_as_oserror`). Every process calls it
+    (the trainer's save gathers sharded weights); the main one writes."""
+    adapter, partial = out / "adapter", out / ".adapter.partial"
+    main = is_main_process()
+    if main:
+        for old in (partial, adapter):
+            if old.is_dir():
+                shutil.rmtree(old)
+    trainer.accelerator.wait_for_everyone()  # no process writes into `partial` before it is cleared
+    try:
+        with disk_full_as_oserror(adapter, adapter=True):
+            trainer.save_model(str(partial))
+            if main:
+                processor.save_pretrained(str(partial))
+    except BaseException:
+        if main:
+            shutil.rmtree(partial, ignore_errors=True)
+        raise
+    trainer.accelerator.wait_for_everyone()  # every process's part is written
+    if main:
+        os.replace(partial, adapter)
+    return adapter
 
 
 def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
@@ -245,7 +307,8 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     The main process holds `output_dir` while it runs (`runfolder.hold_folder`): a second run into it
     is refused at once. A SIGTERM while training stops the run at the end of its step with a
     checkpoint saved there (a second one stops it at once) and raises `errors.Terminated`: `--resume`
-    continues it. A full disk while it saves a checkpoint raises an `OSError` naming that checkpoint."""
+    continues it. A full disk while it saves a checkpoint or the adapter raises an `OSError` naming
+    that folder; `--resume` of a run at `max_steps` already trains nothing and saves its adapter."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
@@ -265,18 +328,20 @@ def _train(cfg: TrainConfig, args, out: Path, callbacks: list) -> TrainResult:
     policy, source = load_model(cfg, args)
     record_base_model(cfg, out, identity)
     stop = StopWhenAsked()
-    trainer = build_trainer(cfg, args, policy, dataset, [*callbacks, stop], validation=held_out)
+    trainer = build_trainer(cfg, args, policy, dataset, [finished_already(), *callbacks, stop], validation=held_out)
     checkpoint_disk_full_as_oserror(trainer)
     resume = checkpoint_to_resume(cfg, out)
     with deferred_sigterm() as asked:
         stop.asked = asked
-        trainer.train(resume_from_checkpoint=resume)
+        try:
+            trainer.train(resume_from_checkpoint=resume)
+        except TrainingDone:
+            if is_main_process():
+                print(f"[train] {Path(resume).name} is at max_steps already: nothing to train; saving the adapter",
+                      flush=True)
     step = trainer.state.global_step
     if stop.stopped_at is not None and step < trainer.state.max_steps:
         raise Terminated(f"after step {step} of {trainer.state.max_steps} (saved as checkpoint-{step})")
-    adapter_dir = out / "adapter"
-    trainer.save_model(str(adapter_dir))
-    if is_main_process():
-        policy.processor.save_pretrained(str(adapter_dir))
+    adapter_dir = save_adapter(trainer, policy.processor, out)
     return TrainResult(str(out), str(adapter_dir), str(out / "metrics.jsonl"), step,
                        report.to_dict(), base_model=source)
