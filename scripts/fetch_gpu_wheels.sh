@@ -11,7 +11,7 @@
 # bitsandbytes down to its CUDA 13.0 and CPU libraries, pyarrow without Flight/S3, no test suites, symbol
 # tables stripped, LZMA-compressed; RECORD rewritten) and fails if the total passes 64 MiB.
 # It writes wheels/manifest.json and the committed copy scripts/gpu_wheels.json (sizes, sha256, requirements;
-# tests/test_bench_gpu_recipe.py checks that they cover every import of the GPU path).
+# tests/test_bench_gpu_recipe_wheels.py checks that they cover every import of the GPU path).
 #
 # What the image is known to have (and so does not travel): Python 3.12, torch 2.11 (CUDA 13.0), transformers
 # 5.17, peft, accelerate, and what pip installs with them (numpy, huggingface_hub, safetensors, tokenizers,

@@ -82,6 +82,53 @@ def varying_reward(monkeypatch) -> str:
     return "length_test"
 
 
+# --- benchmarks/bench_gpu_recipe.py: shared by tests/test_bench_gpu_recipe.py and its _wheels.py ----------------
+
+
+@pytest.fixture(scope="session")
+def bench():
+    from tests._gpu_recipe_helpers import BENCH, _load  # here, not above: tests/test_ci.py runs this file alone
+
+    return _load(BENCH)
+
+
+#: Runs the benchmark as its own __main__, then imports what the gpu tests import, and writes every module that
+#: was loaded: the GPU path's imports, traced rather than listed by hand.
+TRACED_RUN = """
+import json, runpy, sys
+sys.argv = sys.argv[1:]
+sys.path.insert(0, ".")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as stop:
+    code = stop.code
+import tests.test_gpu, gui_r1_lite.evaluate, gui_r1_lite.modeling, gui_r1_lite.tiny, pytest  # noqa
+print("MODULES " + json.dumps(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+
+@pytest.fixture(scope="session")  # one run for both modules that use it
+def tiny_results(tmp_path_factory, bench):
+    """Every GPU recipe run by the benchmark with --tiny on the CPU: (out folder, {recipe path: its JSON}, the
+    top-level modules that process loaded)."""
+    import json
+    import subprocess
+    import sys
+
+    from tests._gpu_recipe_helpers import BENCH, ROOT, STEPS
+
+    out = tmp_path_factory.mktemp("bench_gpu")
+    proc = subprocess.run([sys.executable, "-c", TRACED_RUN, str(BENCH), "--tiny", "--out", str(out), "--steps",
+                           str(STEPS)], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    from gui_r1_lite.runio import read_json
+
+    loaded = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("MODULES "))[8:])
+    top = {name.split(".")[0] for name in loaded}
+    return out, {recipe: read_json(out / f"{recipe.stem}.json") for recipe in bench.gpu_recipes()}, top
+
+
 def _has_cuda() -> bool:
     try:
         import torch
