@@ -284,7 +284,7 @@ def departures(settings=None, recipe: str | Path | None = None, sft_recipe: str 
             reasons.append(f"{who}: {RECIPE_WHY[key].format(**context)}")
         if key == "kl_times_ratio" and not mini["beta"]:
             reasons.append("CPU: no KL term at beta 0 (see KL beta)")
-        elif mini[key] != gpu[key] and mini[key] != original:
+        elif (mini[key] != gpu[key] and mini[key] != original) or _swept(key):  # a swept value: even where all agree
             why = miniature_why(settings, key) if mini[key] == default[key] else \
                 f"set for this run (the miniature's default: {default[key]})"
             reasons.append(f"CPU: {why or 'not measured'}")
@@ -292,6 +292,13 @@ def departures(settings=None, recipe: str | Path | None = None, sft_recipe: str 
             reasons.append(notes[key])
         rows.append(Departure(key, label, mini[key], gpu[key], original, "; ".join(reasons)))
     return rows
+
+
+def _swept(key: str) -> bool:
+    """Whether the validation sweep chose the miniature's value of `key` (`settings.SWEEP_GRID`)."""
+    from .miniature.settings import SWEEP_GRID
+
+    return any(FIELDS.get(key, key) in grid for grid in SWEEP_GRID.values())
 
 
 def _context(recipe_cfg) -> dict[str, Any]:

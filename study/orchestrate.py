@@ -9,7 +9,9 @@ and on every MiniWoB++ task as a secondary run (`all_tasks/`); its wall time, an
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import time
 from collections.abc import Sequence
@@ -77,6 +79,23 @@ def every_task(part: dict) -> bool:
     return settings["tasks"] is None or set(settings["tasks"]) >= set(task_mix(load_gui_r1(source).samples))
 
 
+def study_command(out: Path, seeds: Sequence[int], all_tasks: bool, online_episodes: int,
+                  overrides: dict[str, Any]) -> str:
+    """The command line that reruns a study: its folder, seeds, parts and every setting it changed
+    (`--set name=value`, JSON values, which the command's YAML reads back)."""
+    line = f"python -m study --study {shlex.quote(str(out))} --seeds {','.join(map(str, seeds))}"
+    line += "" if all_tasks else " --no-all-tasks"
+    changed = {**({"online_episodes": online_episodes} if online_episodes != STUDY_ONLINE_EPISODES else {}),
+               **overrides}
+    for flag in ("train_data", "heldout_data"):  # the command's own flags, not settings
+        path = changed.pop(flag, None)
+        line += f" --{flag.replace('_', '-')} {shlex.quote(str(path))}" if path is not None else ""
+    for name, value in changed.items():
+        text = value if isinstance(value, str) else json.dumps(list(value) if isinstance(value, tuple) else value)
+        line += f" --set {shlex.quote(f'{name}={text}')}"
+    return line
+
+
 def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *, workers: int | None = None,
               online_episodes: int = STUDY_ONLINE_EPISODES, all_tasks: bool = True, **overrides: Any) -> dict:
     """Run the study into `out_dir` (a rerun continues it: every finished stage is kept) and write
@@ -95,8 +114,7 @@ def run_study(out_dir: str | os.PathLike, seeds: Sequence[int] = STUDY_SEEDS, *,
         time and table), `shared_stages`, `wall_seconds`.
     """
     out, seeds, t0 = Path(out_dir), [int(s) for s in seeds], time.perf_counter()
-    base = f"python -m study --study {out} --seeds {','.join(map(str, seeds))}"
-    base += "" if all_tasks else " --no-all-tasks"
+    base = study_command(out, seeds, all_tasks, online_episodes, overrides)
     main = {"online_episodes": online_episodes, **overrides}
     parts = {"visits": _part("visits", out, seeds, workers, {**main, "fair": "visits"})}
     shared = share_stages(out / "visits", out / "seconds", seeds)

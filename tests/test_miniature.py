@@ -732,3 +732,17 @@ def test_the_study_skips_the_secondary_run_when_its_mix_is_every_task_of_the_fil
 
     assert not with_tasks(list(miniature.LAYOUT_TASKS))
     assert with_tasks(list(miniature.ALL_TASKS)) and with_tasks(None)
+
+
+def test_the_study_records_the_command_that_reruns_it():
+    """Every setting a study changed is on its recorded command line (it once dropped them: a study run with
+    `--set online_episodes=2` said only `--seeds 0,1,2,3,4 --no-all-tasks`)."""
+    from study.orchestrate import STUDY_ONLINE_EPISODES, study_command
+
+    line = study_command(Path("runs/s 1"), [0, 1], False, 2, {"tasks": ("click-link", "focus-text"),
+                                                              "train_data": "d/t.parquet", "heldout_data": None,
+                                                              "sft_lr": 1e-4, "base_model": "grounding/base"})
+    assert line == ("python -m study --study 'runs/s 1' --seeds 0,1 --no-all-tasks --train-data d/t.parquet "
+                    "--set online_episodes=2 --set 'tasks=[\"click-link\", \"focus-text\"]' --set sft_lr=0.0001 "
+                    "--set base_model=grounding/base")
+    assert study_command(Path("r"), [0], True, STUDY_ONLINE_EPISODES, {}) == "python -m study --study r --seeds 0"
