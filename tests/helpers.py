@@ -5,6 +5,7 @@ a full disk). Test modules import these from here, never from each other."""
 from __future__ import annotations
 
 import io
+import os
 import random
 import subprocess
 import sys
@@ -133,3 +134,18 @@ def full_disk_for(monkeypatch, name: str, after: int = 0) -> None:
         return real(self, mode, *args, **kwargs)
 
     monkeypatch.setattr(Path, "open", opening)
+
+
+#: tests/train_probe: a sitecustomize that slows or records a training child (GUI_R1_PROBE_* variables).
+PROBE = Path(__file__).resolve().parent / "train_probe"
+
+
+def probe_env(**probe: str) -> dict[str, str]:
+    """A training child's environment, with `tests/train_probe` on its path and the given probe settings."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONUNBUFFERED": "1", **probe}
+    for name in ("GUI_R1_PROBE_STEP_SLEEP", "GUI_R1_PROBE_DIR"):
+        if name not in probe:
+            env.pop(name, None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROBE), os.environ.get("PYTHONPATH")) if p)
+    return env

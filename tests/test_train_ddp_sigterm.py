@@ -19,6 +19,7 @@ import pytest
 
 from gui_r1_lite.runio import iter_jsonl
 from gui_r1_lite.training import last_checkpoint, read_metrics
+from tests.helpers import probe_env as _env
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "train_probe"
@@ -33,15 +34,6 @@ RESUME_NOTE = "to continue, run the same command again with --resume"
 
 pytestmark = pytest.mark.slow  # four torchrun runs of two processes, each loading the stack
 
-
-def _env(**probe: str) -> dict[str, str]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONUNBUFFERED": "1", **probe}
-    for name in ("GUI_R1_PROBE_STEP_SLEEP", "GUI_R1_PROBE_DIR"):
-        if name not in probe:
-            env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROBE), os.environ.get("PYTHONPATH")) if p)
-    return env
 
 
 def _command(data: str, out: Path) -> list[str]:

@@ -5,7 +5,6 @@ exactly `max_steps`, from the checkpoint, with every step logged once."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from gui_r1_lite.runio import iter_jsonl
 from gui_r1_lite.training import last_checkpoint, read_metrics
+from tests.helpers import probe_env as _env
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = Path(__file__).resolve().parent / "train_probe"
@@ -28,16 +28,6 @@ CHILD_TIMEOUT = 300
 
 pytestmark = pytest.mark.slow  # two training processes, one killed, one resumed
 
-
-def _env(**probe: str) -> dict[str, str]:
-    """The child's environment, with `tests/train_probe` on its path and the given probe settings."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONUNBUFFERED": "1", **probe}
-    for name in ("GUI_R1_PROBE_STEP_SLEEP", "GUI_R1_PROBE_DIR"):
-        if name not in probe:
-            env.pop(name, None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROBE), os.environ.get("PYTHONPATH")) if p)
-    return env
 
 
 def _command(data: str, out: Path) -> list[str]:
