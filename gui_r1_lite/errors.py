@@ -12,6 +12,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -117,17 +118,27 @@ def _on_sigterm(handler: Callable) -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)  # None: set outside Python
 
 
+# A SIGTERM this soon after the first is the same request arriving twice, not a second one: a
+# scheduler that signals every process of a job (SLURM's scancel, a Kubernetes pod's end) reaches
+# each worker directly and again through torchrun, which passes its own SIGTERM on.
+SAME_STOP_SECONDS = 5.0
+
+
 @contextmanager
 def deferred_sigterm() -> Iterator[Callable[[], bool]]:
     """Inside, a first SIGTERM is only noted (the function yielded says whether one came), so the
-    work can stop at its next safe point (training: the end of a step, with a checkpoint); a second
-    one stops at once (`Terminated`). Outside the main thread the function always says no."""
+    work can stop at its next safe point (training: the end of a step, with a checkpoint); another
+    one more than `SAME_STOP_SECONDS` later stops at once (`Terminated`), while one sooner is the
+    same request and is only noted. Outside the main thread the function always says no."""
     came = threading.Event()
+    first = [0.0]
 
     def note(signum, frame) -> None:
-        if came.is_set():
+        if not came.is_set():
+            first[0] = time.monotonic()
+            came.set()
+        elif time.monotonic() - first[0] > SAME_STOP_SECONDS:
             raise Terminated()
-        came.set()
 
     with _on_sigterm(note):
         yield came.is_set

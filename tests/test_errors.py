@@ -57,20 +57,42 @@ def test_success_returns_main_code():
     assert run_cli(lambda argv: 3, []) == 3
 
 
-def test_a_first_sigterm_is_noted_for_the_next_safe_point_and_a_second_stops_at_once():
+def test_a_first_sigterm_is_noted_for_the_next_safe_point_and_a_second_stops_at_once(monkeypatch):
     import os
     import signal
     import time
 
+    from gui_r1_lite import errors
     from gui_r1_lite.errors import Terminated, deferred_sigterm
 
+    monkeypatch.setattr(errors, "SAME_STOP_SECONDS", 0.3)
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(Terminated), deferred_sigterm() as asked:
         assert not asked()
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)  # the handler runs between two bytecodes of this thread
         assert asked()  # noted, the work goes on to its safe point
+        time.sleep(0.4)  # past SAME_STOP_SECONDS: a second request
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(1)
         raise AssertionError("a second SIGTERM did not stop at once")
     assert signal.getsignal(signal.SIGTERM) == before  # the handler of before is back
+
+
+def test_the_same_sigterm_arriving_twice_at_once_is_one_request():
+    """A scheduler that signals every process of a job (scancel) reaches a worker directly and again
+    through torchrun: two SIGTERMs within SAME_STOP_SECONDS still stop at the next safe point."""
+    import os
+    import signal
+    import time
+
+    from gui_r1_lite import errors
+    from gui_r1_lite.errors import deferred_sigterm
+
+    assert errors.SAME_STOP_SECONDS >= 2.0  # torchrun passes its SIGTERM on within milliseconds
+    with deferred_sigterm() as asked:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        assert asked()  # noted, and the work goes on: no Terminated raised here

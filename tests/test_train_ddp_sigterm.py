@@ -1,5 +1,6 @@
 """SIGTERM under `torchrun` (two CPU processes, gloo): sent to the launcher (what `kill PID` or a
-scheduler does to the job's command; torchrun passes it on to its workers) or to one worker alone,
+scheduler does to the job's command; torchrun passes it on to its workers), to one worker alone, or
+to every process at once (a scheduler that signals the whole job, so each worker has it twice),
 the run must end within a bounded time, both ranks at the end of the same step with one complete
 `checkpoint-N` there, and `--resume` must take both ranks on to `max_steps`, every step logged once."""
 
@@ -22,7 +23,6 @@ from gui_r1_lite.training import last_checkpoint, read_metrics
 from tests.helpers import probe_env as _env
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = Path(__file__).resolve().parent / "train_probe"
 MAX_STEPS = 6
 # Each step sleeps this long after its update: the signal lands while steps are still to come.
 STEP_SLEEP = 1.0
@@ -77,7 +77,7 @@ def _is_worker(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="finds the worker's pid in /proc")
-@pytest.mark.parametrize("target", ["launcher", "rank1"])
+@pytest.mark.parametrize("target", ["launcher", "rank1", "every process"])
 def test_sigterm_under_torchrun_stops_both_ranks_at_one_step_with_a_checkpoint_and_resume_finishes(
         toy_data, tmp_path, target):
     out, probe = tmp_path / "run", tmp_path / "probe"
@@ -97,7 +97,11 @@ def test_sigterm_under_torchrun_stops_both_ranks_at_one_step_with_a_checkpoint_a
                 assert time.monotonic() < deadline, f"no step logged within {START_TIMEOUT} s:\n{_tail(log)}"
                 time.sleep(0.05)
             workers = [_worker(proc.pid, r) for r in (0, 1)]
-            os.kill(proc.pid if target == "launcher" else workers[1], signal.SIGTERM)
+            # "every process": what a scheduler that signals the whole job does (SLURM's scancel);
+            # each worker then has it twice, directly and passed on by torchrun
+            for pid in {"launcher": [proc.pid], "rank1": [workers[1]],
+                        "every process": [proc.pid, *workers]}[target]:
+                os.kill(pid, signal.SIGTERM)
             sent = time.monotonic()
             try:
                 proc.wait(timeout=STOP_TIMEOUT)

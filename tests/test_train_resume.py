@@ -18,7 +18,6 @@ from gui_r1_lite.training import last_checkpoint, read_metrics
 from tests.helpers import probe_env as _env
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = Path(__file__).resolve().parent / "train_probe"
 MAX_STEPS = 6
 SAVE_STEPS = 2
 # Each step of the killed run sleeps this long after its update, before it logs and saves: the
