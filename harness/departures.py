@@ -338,15 +338,16 @@ def _notes(settings, mini: dict[str, Any], gpu: dict[str, Any], results: str | P
         f"already selected; notebook 04 trains on notebook 01's file where the main job made one")
     same = generated_study_pages(settings, results)
     if same:
-        notes["pretraining"] = (f"the generated-pages study ({same['folder']}) draws its pages as the base's last "
-                                f"pretraining stage drew them ({same['pages']}): it trains and tests on the base's "
+        notes["pretraining"] = (f"the generated-pages study ({same['folder']}) draws its pages as a stage of the base's "
+                                f"pretraining drew them ({same['pages']}): it trains and tests on the base's "
                                 f"own pretraining distribution")
     return notes
 
 
 def generated_study_pages(settings, results: str | Path = RESULTS) -> dict[str, str] | None:
-    """A shipped study's data report whose pages are drawn as `settings`' base was last pretrained
-    (grounding/base/pretrain_report.json), or None."""
+    """A shipped study's data report whose pages are drawn as one of the stages `settings`' base was
+    pretrained on drew them (grounding/base/pretrain_report.json: its last stage, or any run of its
+    lineage), or None."""
     import json
 
     if not settings.base_path:
@@ -354,10 +355,11 @@ def generated_study_pages(settings, results: str | Path = RESULTS) -> dict[str, 
     report = Path(settings.base_path) / "pretrain_report.json"
     if not report.is_file():
         return None
-    stage = json.loads(report.read_text())["stages"][-1]
+    pretrained = json.loads(report.read_text())
+    stages = [*pretrained["stages"], *(st for run in pretrained.get("runs", {}).values() for st in run["stages"])]
     for data in sorted(Path(results).glob("study*/data_report.json")):
         pages = json.loads(data.read_text())["pages"]
-        if all(stage.get(k) == v for k, v in pages.items()):
+        if any(all(stage.get(k) == v for k, v in pages.items()) for stage in stages):
             kinds = "/".join(pages["kinds"])
             shown = (f"{pages['width']}x{pages['height']} px, {pages['grid']}x{pages['grid']} grid, "
                      f"{pages['min_elements']}-{pages['max_elements']} shapes told apart by {kinds}")

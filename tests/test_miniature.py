@@ -315,8 +315,8 @@ def test_the_sweep_gives_both_arms_the_same_number_of_configurations():
 
 
 def test_the_settings_are_the_shipped_sweep_s_choices():
-    """The defaults are the shipped sweep's choices (the sweep on the seeing tasks ran one seed under the
-    visits budget; the seconds-matched SFT arm then uses the visits choice: `SECONDS_CHOSEN` is empty)."""
+    """The defaults are the shipped sweep's choices, under both budgets where the sweep ran both (the
+    seconds-matched SFT arm's are `SECONDS_CHOSEN`; empty where the sweep ran the visits budget only)."""
     shipped = read_json(SHIPPED_EVIDENCE)
     assert shipped["grid"] == {a: {k: list(v) for k, v in knobs.items()} for a, knobs in miniature.SWEEP_GRID.items()}
     assert shipped["seeds"] and "visits" in shipped["chosen"] and set(shipped["chosen"]) <= set(miniature.FAIR_MODES)
