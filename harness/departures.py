@@ -338,9 +338,9 @@ def _notes(settings, mini: dict[str, Any], gpu: dict[str, Any], results: str | P
         f"already selected; notebook 04 trains on notebook 01's file where the main job made one")
     same = generated_study_pages(settings, results)
     if same:
-        notes["pretraining"] = (f"the generated-pages study ({same['folder']}) draws its pages as a stage of the base's "
-                                f"pretraining drew them ({same['pages']}): it trains and tests on the base's "
-                                f"own pretraining distribution")
+        notes["pretraining"] = (f"the generated-pages study ({same['folder']}) draws its pages as a stage of "
+                                f"the base's pretraining drew them ({same['pages']}): it trains and tests on "
+                                f"the base's own pretraining distribution")
     return notes
 
 

@@ -307,8 +307,9 @@ def train(cfg: TrainConfig, callbacks: list | None = None) -> TrainResult:
     The main process holds `output_dir` while it runs (`runfolder.hold_folder`): a second run into it
     is refused at once. A SIGTERM while training stops the run at the end of its step with a
     checkpoint saved there (a second one, more than `errors.SAME_STOP_SECONDS` later, stops it at
-    once) and raises `errors.Terminated`: `--resume` continues it. A full disk while it saves a checkpoint or the adapter raises an `OSError` naming
-    that folder; `--resume` of a run at `max_steps` already trains nothing and saves its adapter."""
+    once) and raises `errors.Terminated`: `--resume` continues it. A full disk while it saves a
+    checkpoint or the adapter raises an `OSError` naming that folder; `--resume` of a run at
+    `max_steps` already trains nothing and saves its adapter."""
     cfg.validate()
     args = cfg.trainer_args()
     out = Path(args.output_dir)
