@@ -6,8 +6,9 @@ seeds only; `recipe_probe.json` holds every run's validation click accuracy and 
 the copy the departures table cites ships as `docs/results/recipe_probe.json`.
 
 The rule, fixed before the probe ran: the miniature keeps its own value unless the recipe's scores higher
-by more than `NOISE` (two validation rows with a box a seed, of 55); a smaller difference is noise at this
-size, and the miniature's learning rate and temperature were tuned with its own values. Values adopted
+by more than `NOISE_ROWS` (two) validation rows with a box a seed (`noise`: 2/55 on the layout tasks, 2/37
+on the seeing tasks); a smaller difference is noise at this size, and the miniature's learning rate and
+temperature were tuned with its own values. Values adopted
 one by one are then run together (`together`), and taken unless together they score below the miniature's.
 
     python -m study.recipe runs/recipe --seeds 0,1 --results docs/results
@@ -36,8 +37,14 @@ from .results import ship_results
 from .sweep import config_job, run_phase, warm_job
 
 PROBE_FILE = "recipe_probe.json"
-#: The difference in mean validation click accuracy a recipe value must exceed to replace the miniature's.
-NOISE = 2 / 55
+#: The validation rows with a box a seed that a recipe value must score above the miniature's to replace it.
+NOISE_ROWS = 2
+
+
+def noise(data: dict) -> float:
+    """The difference in mean validation click accuracy a recipe value must exceed: `NOISE_ROWS` of the
+    rows with a box each seed is scored on (`data["n_heldout_click"]`, the split's own count)."""
+    return NOISE_ROWS / data["n_heldout_click"]
 #: One recipe value at a time (GPU recipe and GUI-R1 agree on each), named by the setting it swaps in,
 #: against the miniature's own (`{}`).
 #: Every run has the same prompt visits; a group of 5 samples fewer answers, 4 prompts an update takes
@@ -68,10 +75,10 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
     run_phase(warm_job, {s: (str(out), s, settings, data) for s in seeds}, n, settings.threads)
     runs = run_phase(config_job, jobs, n, settings.threads)
     variants = {name: _scored(runs, name, config, seeds) for name, config in VARIANTS.items()}
-    base = variants["miniature"]
+    base, threshold = variants["miniature"], noise(data)
     for v in variants.values():
         _compare(v, base)
-        v["adopt"] = v["vs_miniature"]["click_accuracy"] > NOISE
+        v["adopt"] = v["vs_miniature"]["click_accuracy"] > threshold
     adopted = {k: value for v in variants.values() if v["adopt"] for k, value in v["config"].items()}
     together = None
     if len(adopted) > 1:  # the values adopted one by one, run together before the miniature takes them
@@ -80,9 +87,11 @@ def run_probe(out_dir: str, seeds: Sequence[int] = (0, 1), *, workers: int | Non
         together = _compare(_scored(runs, "together", adopted, seeds), base)
         together["adopt"] = together["vs_miniature"]["click_accuracy"] >= 0
     result = {"rule": f"a recipe value replaces the miniature's when its mean validation click accuracy is "
-                      f"higher by more than {NOISE:.4f}; several such values are taken together unless, run "
+                      f"higher by more than {NOISE_ROWS} rows a seed ({threshold:.4f}); several such values are "
+                      "taken together unless, run "
                       "together, they score below the miniature's settings",
-              "seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "settings": settings.to_dict(),
+              "seeds": seeds, "validation_rows_per_seed": data["n_heldout"], "noise": threshold,
+              "settings": settings.to_dict(),
               "variants": variants, "together": together, "workers": n,
               "wall_seconds": round(time.perf_counter() - t0, 2)}
     write_json_atomic(out / PROBE_FILE, result)

@@ -1,6 +1,7 @@
 """The validation sweep: each arm's continuation tuned with the same number of configurations
 (`settings.SWEEP_GRID`), every one trained from the seed's own warm start and scored on the validation
-seeds of the training file only; every run lands in `sweep.json`, with the configuration each arm takes.
+seeds of the training file only, and again with every screenshot white (reported beside each score, never
+chosen by); every run lands in `sweep.json`, with the configuration each arm takes.
 
 The SFT configurations are run once per compute budget (`fair_modes`: matched on prompt visits, and on
 the GRPO arm's training seconds), against the same GRPO runs: each comparison of the study then has its
@@ -35,6 +36,9 @@ EVIDENCE_FILE = "sweep_evidence.json"
 SHIPPED_EVIDENCE = RESULTS / EVIDENCE_FILE
 #: What the sweep ranks configurations by: mean validation click accuracy over the seeds.
 SWEEP_METRIC = "click_accuracy"
+#: The same metric with every validation screenshot white, recorded for each configuration (`means`) and the
+#: warm start (`warm_start_blind`): a configuration that scores as much blind does not look at the page.
+BLIND_METRIC = f"blind_{SWEEP_METRIC}"
 
 
 def configurations(grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID) -> dict[str, list[dict]]:
@@ -69,18 +73,19 @@ def _warm(run: SeedRun) -> dict:
 
 
 def warm_job(out: str, seed: int, settings: MiniatureSettings, data: dict) -> dict:
-    """A seed's warm start, trained once for all its configurations, and its validation score."""
+    """A seed's warm start, trained once for all its configurations, and its validation scores, seeing
+    (`metrics`) and with every screenshot white (`blind_metrics`)."""
     run = SeedRun(Path(out), seed, settings, data)
     with pinned_threads(settings.threads) as runtime:
         run.runtime = runtime
         _warm(run)
-        return run.evaluate(WARM)["metrics"]
+        return {"metrics": run.evaluate(WARM)["metrics"], "blind_metrics": run.evaluate(WARM, blind=True)["metrics"]}
 
 
 def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm: str, config: dict,
                basis: dict | None, fair: str = "visits") -> dict:
     """One configuration of `arm` for one seed: trained from the seed's warm start (read back from
-    `out/seed<N>/warm_train`) and scored on the validation rows. An `sft` run gets the budget `fair`
+    `out/seed<N>/warm_train`) and scored on the validation rows, seeing and blind. An `sft` run gets the budget `fair`
     says; under "seconds", that of `basis`, the GRPO configuration whose training time sets it (read
     back from its run, trained here only if it is missing)."""
     s = MiniatureSettings.from_overrides(settings, **config, **({"fair": fair} if arm == "sft" else {}))
@@ -102,23 +107,28 @@ def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm
             budget = run.sft_budget()
             trained = run.train(arm, "sft", steps=budget["steps"], lr=s.sft_extra_lr, scheduler=s.extra_scheduler,
                                 start=start, record={"budget": budget}, cpu_seconds=budget.get("cpu_seconds"))
-        scored = run.evaluate(arm)
+        scored, blind = run.evaluate(arm), run.evaluate(arm, blind=True)
     return {"seed": seed, "arm": arm, "config": config, "fair": s.fair if arm == "sft" else None,
-            "metrics": scored["metrics"], "n": scored["n"], "steps": trained["steps"],
+            "metrics": scored["metrics"], "blind_metrics": blind["metrics"], "n": scored["n"],
+            "steps": trained["steps"],
             "train_seconds": trained["seconds"], "eval_seconds": scored["seconds"], "folder": str(run.folder)}
 
 
 def choose(runs: Sequence[dict], configs: Mapping[str, list[dict]]) -> dict[str, dict]:
     """Each arm's configuration with the best mean validation click accuracy over the seeds (the
-    first in grid order on a tie, the tie recorded), with every configuration's mean."""
+    first in grid order on a tie, the tie recorded), with every configuration's mean, seeing and, where
+    its runs were scored blind, with every screenshot white (`BLIND_METRIC`; the choice never reads it)."""
     chosen = {}
     for arm, arm_configs in configs.items():
-        means = [statistics.fmean([r["metrics"][SWEEP_METRIC] for r in runs if r["arm"] == arm and r["config"] == c])
-                 for c in arm_configs]
+        of = [[r for r in runs if r["arm"] == arm and r["config"] == c] for c in arm_configs]
+        means = [statistics.fmean(r["metrics"][SWEEP_METRIC] for r in rs) for rs in of]
+        blind = [statistics.fmean(r["blind_metrics"][SWEEP_METRIC] for r in rs)
+                 if all("blind_metrics" in r for r in rs) else None for rs in of]
         best = max(means)
         chosen[arm] = {"config": arm_configs[means.index(best)], SWEEP_METRIC: best,
                        "ties": [c for c, m in zip(arm_configs, means, strict=True) if m == best][1:],
-                       "means": [{"config": c, SWEEP_METRIC: m} for c, m in zip(arm_configs, means, strict=True)]}
+                       "means": [{"config": c, SWEEP_METRIC: m, BLIND_METRIC: b}
+                                 for c, m, b in zip(arm_configs, means, blind, strict=True)]}
     return chosen
 
 
@@ -145,8 +155,9 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
             settings' own `fair` plays no part.
 
     Returns:
-        `sweep.json`'s object: `grid`, `seeds`, `fair_modes`, `settings`, `data`, `warm_start` (each
-        seed's validation metrics), `runs` (every configuration for every seed and budget), `chosen`
+        `sweep.json`'s object: `grid`, `seeds`, `fair_modes`, `settings`, `data`, `warm_start` and
+        `warm_start_blind` (each seed's validation metrics, seeing and blind), `runs` (every
+        configuration for every seed and budget), `chosen`
         (per budget, per arm), `seconds_per_configuration` (per budget, per arm: mean of training +
         scoring), `seconds_basis`, `workers`, `wall_seconds`.
     """
@@ -171,7 +182,8 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
     result = {"grid": {a: {k: list(v) for k, v in knobs.items()} for a, knobs in grid.items()}, "seeds": seeds,
               "fair_modes": list(fair_modes), "settings": settings.to_dict(), "data": data, "metric": SWEEP_METRIC,
               "seconds_basis": basis if "seconds" in fair_modes else None,
-              "warm_start": {str(s): warm[s] for s in seeds}, "runs": runs,
+              "warm_start": {str(s): warm[s]["metrics"] for s in seeds},
+              "warm_start_blind": {str(s): warm[s]["blind_metrics"] for s in seeds}, "runs": runs,
               "chosen": {f: choose(_for_budget(runs, f), configs) for f in fair_modes},
               "seconds_per_configuration": {f: {a: statistics.fmean(r["train_seconds"] + r["eval_seconds"]
                                                                     for r in _for_budget(runs, f) if r["arm"] == a)
@@ -184,14 +196,15 @@ def run_sweep(out_dir: str | os.PathLike, seeds: Sequence[int] = (0,), *,
 
 def evidence(result: Mapping[str, Any]) -> dict:
     """What the settings' choices rest on, from a sweep's result: the seeds, validation rows a seed,
-    the warm start's score, each budget's chosen configuration per arm with every configuration's
-    mean, seconds a configuration, workers and wall time."""
+    the warm start's score (seeing, and blind: `warm_start_blind`), each budget's chosen configuration
+    per arm with every configuration's means, seconds a configuration, workers and wall time."""
     def per_budget(key: str) -> dict:
         return {f: {arm: pick[key] for arm, pick in chosen.items()} for f, chosen in result["chosen"].items()}
 
     return {"seeds": list(result["seeds"]), "validation_rows_per_seed": result["data"]["n_heldout"],
             "metric": result["metric"], "grid": result["grid"],
             "warm_start": statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start"].values()),
+            "warm_start_blind": statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start_blind"].values()),
             "chosen": per_budget("config"), "means": per_budget("means"), "ties": per_budget("ties"),
             "seconds_per_configuration": result["seconds_per_configuration"], "workers": result["workers"],
             "wall_seconds": result["wall_seconds"]}
@@ -207,21 +220,27 @@ def run_phase(fn, jobs: dict, workers: int, threads: int) -> dict:
 
 def sweep_table(result: dict) -> str:
     """Markdown tables of the sweep, one per SFT budget: every configuration's mean validation click
-    accuracy, the chosen marked, and each arm's mean seconds a configuration."""
+    accuracy, seeing and with every screenshot white, the chosen marked, and each arm's mean seconds a
+    configuration."""
     titles = {"visits": "SFT matched on prompt visits", "seconds": "SFT matched on the GRPO arm's training seconds"}
     lines = []
     for fair, chosen in result["chosen"].items():
         seconds = result["seconds_per_configuration"][fair]
         lines += [f"{titles.get(fair, fair)}:", "",
-                  f"| arm | configuration | validation {SWEEP_METRIC} % (mean of seeds {result['seeds']}) |",
-                  "|---|---|---:|"]
+                  f"| arm | configuration | validation {SWEEP_METRIC} % (mean of seeds {result['seeds']}) "
+                  "| white screens % |",
+                  "|---|---|---:|---:|"]
         for arm, pick in chosen.items():
             for row in pick["means"]:
                 mark = " **chosen**" if row["config"] == pick["config"] else ""
                 config = ", ".join(f"{k} {v}" for k, v in row["config"].items())
-                lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} |")
+                blind = row.get(BLIND_METRIC)
+                white = "–" if blind is None else f"{100 * blind:.1f}"
+                lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} | {white} |")
         lines += ["", "seconds a configuration (training + scoring, mean): "
                   + ", ".join(f"{arm} {s:.0f} s" for arm, s in seconds.items()), ""]
     warm = statistics.fmean(m[SWEEP_METRIC] for m in result["warm_start"].values())
-    lines += [f"warm start alone: {100 * warm:.1f} %; n = {result['data']['n_heldout']} validation rows a seed"]
+    blind = [m[SWEEP_METRIC] for m in result.get("warm_start_blind", {}).values()]
+    white = f" ({100 * statistics.fmean(blind):.1f} % with white screens)" if blind else ""
+    lines += [f"warm start alone: {100 * warm:.1f} %{white}; n = {result['data']['n_heldout']} validation rows a seed"]
     return "\n".join(lines)

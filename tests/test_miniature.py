@@ -341,6 +341,12 @@ def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
     runs += [{"arm": "sft_grpo", "config": c, "metrics": {"click_accuracy": 0.5}} for c in configs["sft_grpo"]]
     chosen = choose(runs, configs)
     assert chosen["sft"]["config"] == {"sft_extra_lr": 1e-5} and chosen["sft"]["click_accuracy"] == pytest.approx(0.5)
+    assert [row["blind_click_accuracy"] for row in chosen["sft"]["means"]] == [None, None]  # runs not scored blind
+    for r, blind in zip(runs, (0.9, 0.9, 0.0, 0.1, 0.2, 0.3), strict=True):
+        r["blind_metrics"] = {"click_accuracy": blind}
+    blinded = choose(runs, configs)  # the white-screen score is reported, and the choice never reads it
+    assert blinded["sft"]["config"] == chosen["sft"]["config"]
+    assert [row["blind_click_accuracy"] for row in blinded["sft"]["means"]] == pytest.approx([0.9, 0.05])
     assert chosen["sft_grpo"]["config"] == {"grpo_lr": 1e-4} and chosen["sft_grpo"]["ties"] == [{"grpo_lr": 2e-4}]
 
 
@@ -632,11 +638,17 @@ def test_the_sweep_tunes_both_arms_on_the_validation_seeds_only(tiny_run, tmp_pa
     visits = read_json(out / "sft-sft_extra_lr=0.0001" / "seed0" / "sft_train" / miniature.STAGE_FILE)
     assert visits["budget"]["fair"] == "visits" and visits["steps"] == visits["budget"]["steps"]
     assert all(r["train_seconds"] > 0 and 0.0 <= r["metrics"]["click_accuracy"] <= 1.0 for r in result["runs"])
+    for r in result["runs"]:  # every configuration also scored with white screens, into its own folder
+        blind = read_json(Path(r["folder"]) / f"{r['arm']}_blind_eval" / "metrics.json")
+        assert r["blind_metrics"]["click_accuracy"] == blind["grounding"]["overall"]
+    assert set(result["warm_start_blind"]) == {"0"} and (out / "seed0" / "warm_blind_eval").is_dir()
     shipped_shape = read_json(out / "sweep_evidence.json")
     assert shipped_shape["chosen"] == {f: {a: p["config"] for a, p in c.items()} for f, c in result["chosen"].items()}
     assert shipped_shape["seeds"] == [0] and shipped_shape["validation_rows_per_seed"] == result["data"]["n_heldout"]
+    assert shipped_shape["warm_start_blind"] == result["warm_start_blind"]["0"]["click_accuracy"]
     table = sweep_table(result)
     assert "chosen" in table and "prompt visits" in table and "training seconds" in table
+    assert "white screens %" in table and "with white screens)" in table
     again = run_sweep(out, [0], grid=grid, workers=1, fair_modes=("visits",), **{**TINY_BUDGET, "temperature": 0.7})
     assert set(again["chosen"]) == {"visits"} and again["chosen"]["visits"] == result["chosen"]["visits"]  # read back
     with pytest.raises(ValueError, match="fair_modes must be among"):

@@ -22,7 +22,7 @@ def trainer_settings(out, config: dict) -> dict:
 
 @pytest.mark.slow  # a warm start and six GRPO runs
 def test_each_variant_trains_from_the_same_warm_start_with_its_own_recipe_value(tmp_path, monkeypatch):
-    monkeypatch.setattr(recipe, "NOISE", -1.0)  # every value adopted: the values are then run together
+    monkeypatch.setattr(recipe, "NOISE_ROWS", -1)  # every value adopted: the values are then run together
     out = tmp_path / "probe"
     result = recipe.run_probe(str(out), [0], workers=1, **TINY_BUDGET)
     assert set(result["variants"]) == set(recipe.VARIANTS)
@@ -47,6 +47,12 @@ def test_nothing_is_run_together_unless_two_values_are_adopted(tmp_path, monkeyp
     monkeypatch.setattr(recipe, "VARIANTS", {"miniature": {}, "beta": {"beta": 0.01}})
     result = recipe.run_probe(str(tmp_path / "probe"), [0], workers=1, **TINY_BUDGET)
     assert result["together"] is None and not result["variants"]["miniature"]["adopt"]
+
+
+def test_the_noise_threshold_is_two_rows_of_the_split_it_scores():
+    # 2/55 was right for the layout tasks' 55 rows a seed; the seeing tasks give 37, where 2/55 is 1.5 rows
+    assert recipe.noise({"n_heldout": 40, "n_heldout_click": 37}) == pytest.approx(2 / 37)
+    assert recipe.noise({"n_heldout": 70, "n_heldout_click": 55}) == pytest.approx(2 / 55)
 
 
 def test_a_folder_of_other_settings_is_refused_before_anything_runs(tmp_path):
