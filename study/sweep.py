@@ -36,9 +36,10 @@ EVIDENCE_FILE = "sweep_evidence.json"
 SHIPPED_EVIDENCE = RESULTS / EVIDENCE_FILE
 #: What the sweep ranks configurations by: mean validation click accuracy over the seeds.
 SWEEP_METRIC = "click_accuracy"
-#: The same metric with every validation screenshot white, recorded for each configuration (`means`) and the
-#: warm start (`warm_start_blind`): a configuration that scores as much blind does not look at the page.
-BLIND_METRIC = f"blind_{SWEEP_METRIC}"
+#: Where the same metric with every validation screenshot white is recorded: each configuration's mean
+#: (`means[...]["blind"][SWEEP_METRIC]`) and the warm start's (`warm_start_blind`). A configuration that scores
+#: as much blind does not look at the page.
+BLIND = "blind"
 
 
 def configurations(grid: Mapping[str, Mapping[str, Sequence]] = SWEEP_GRID) -> dict[str, list[dict]]:
@@ -117,17 +118,17 @@ def config_job(out: str, seed: int, settings: MiniatureSettings, data: dict, arm
 def choose(runs: Sequence[dict], configs: Mapping[str, list[dict]]) -> dict[str, dict]:
     """Each arm's configuration with the best mean validation click accuracy over the seeds (the
     first in grid order on a tie, the tie recorded), with every configuration's mean, seeing and, where
-    its runs were scored blind, with every screenshot white (`BLIND_METRIC`; the choice never reads it)."""
+    its runs were scored blind, with every screenshot white (`BLIND`; the choice never reads it)."""
     chosen = {}
     for arm, arm_configs in configs.items():
         of = [[r for r in runs if r["arm"] == arm and r["config"] == c] for c in arm_configs]
         means = [statistics.fmean(r["metrics"][SWEEP_METRIC] for r in rs) for rs in of]
-        blind = [statistics.fmean(r["blind_metrics"][SWEEP_METRIC] for r in rs)
+        blind = [{SWEEP_METRIC: statistics.fmean(r["blind_metrics"][SWEEP_METRIC] for r in rs)}
                  if all("blind_metrics" in r for r in rs) else None for rs in of]
         best = max(means)
         chosen[arm] = {"config": arm_configs[means.index(best)], SWEEP_METRIC: best,
                        "ties": [c for c, m in zip(arm_configs, means, strict=True) if m == best][1:],
-                       "means": [{"config": c, SWEEP_METRIC: m, BLIND_METRIC: b}
+                       "means": [{"config": c, SWEEP_METRIC: m, BLIND: b}
                                  for c, m, b in zip(arm_configs, means, blind, strict=True)]}
     return chosen
 
@@ -234,8 +235,8 @@ def sweep_table(result: dict) -> str:
             for row in pick["means"]:
                 mark = " **chosen**" if row["config"] == pick["config"] else ""
                 config = ", ".join(f"{k} {v}" for k, v in row["config"].items())
-                blind = row.get(BLIND_METRIC)
-                white = "–" if blind is None else f"{100 * blind:.1f}"
+                blind = row.get(BLIND)
+                white = "–" if blind is None else f"{100 * blind[SWEEP_METRIC]:.1f}"
                 lines.append(f"| {arm} | {config} | {100 * row[SWEEP_METRIC]:.1f}{mark} | {white} |")
         lines += ["", "seconds a configuration (training + scoring, mean): "
                   + ", ".join(f"{arm} {s:.0f} s" for arm, s in seconds.items()), ""]

@@ -341,12 +341,12 @@ def test_the_sweep_chooses_the_best_mean_over_seeds_and_records_ties():
     runs += [{"arm": "sft_grpo", "config": c, "metrics": {"click_accuracy": 0.5}} for c in configs["sft_grpo"]]
     chosen = choose(runs, configs)
     assert chosen["sft"]["config"] == {"sft_extra_lr": 1e-5} and chosen["sft"]["click_accuracy"] == pytest.approx(0.5)
-    assert [row["blind_click_accuracy"] for row in chosen["sft"]["means"]] == [None, None]  # runs not scored blind
+    assert [row["blind"] for row in chosen["sft"]["means"]] == [None, None]  # runs not scored blind
     for r, blind in zip(runs, (0.9, 0.9, 0.0, 0.1, 0.2, 0.3), strict=True):
         r["blind_metrics"] = {"click_accuracy": blind}
     blinded = choose(runs, configs)  # the white-screen score is reported, and the choice never reads it
     assert blinded["sft"]["config"] == chosen["sft"]["config"]
-    assert [row["blind_click_accuracy"] for row in blinded["sft"]["means"]] == pytest.approx([0.9, 0.05])
+    assert [row["blind"]["click_accuracy"] for row in blinded["sft"]["means"]] == pytest.approx([0.9, 0.05])
     assert chosen["sft_grpo"]["config"] == {"grpo_lr": 1e-4} and chosen["sft_grpo"]["ties"] == [{"grpo_lr": 2e-4}]
 
 
